@@ -1,0 +1,274 @@
+#!/usr/bin/env bash
+# The local stack: a real Kafka broker (KRaft), a real Elasticsearch and Redis on
+# loopback, without Docker. Downloads come from Maven Central into a cache outside
+# the work tree, so the second `up` on a machine takes seconds.
+#
+#   bash scripts/stack.sh up | down [server...] | status | owned
+#
+# Settings (environment):
+#   KAFKA_PORT (9092)  KAFKA_CONTROLLER_PORT (9093)  ES_PORT (9200)  REDIS_PORT (6379)
+#   KAFKA_VERSION (3.9.1)  ES_VERSION (9.2.4)  ES_HEAP (768m)
+#   RXINGEST_CACHE  (downloads; /var/cache/rxingest as root, else ~/.cache/rxingest)
+#   RXINGEST_STACK_DIR (pids, logs and configs; <repo>/.stack)
+#   RXINGEST_STACK_MODE  auto | native | docker  (auto: docker compose when an engine answers)
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+KAFKA_PORT=${KAFKA_PORT:-9092}
+KAFKA_CONTROLLER_PORT=${KAFKA_CONTROLLER_PORT:-9093}
+ES_PORT=${ES_PORT:-9200}
+REDIS_PORT=${REDIS_PORT:-6379}
+KAFKA_VERSION=${KAFKA_VERSION:-3.9.1}
+ES_VERSION=${ES_VERSION:-9.2.4}
+ES_HEAP=${ES_HEAP:-768m}
+ES_USER=${ES_USER:-rxingest}
+if [ "$(id -u)" = 0 ]; then default_cache=/var/cache/rxingest; else default_cache="${XDG_CACHE_HOME:-$HOME/.cache}/rxingest"; fi
+CACHE=${RXINGEST_CACHE:-$default_cache}
+STATE=${RXINGEST_STACK_DIR:-$here/.stack}
+LOGS="$STATE/logs"
+MODE=${RXINGEST_STACK_MODE:-auto}
+
+say() { printf '[stack] %s\n' "$*" >&2; }
+die() { printf '[stack] ERROR: %s\n' "$*" >&2; exit 1; }
+# fail_with SERVER WHY LOGFILE: one clear error with the log's last lines.
+fail_with() {
+  printf '[stack] ERROR: %s could not start: %s\n' "$1" "$2" >&2
+  if [ -n "${3:-}" ] && [ -f "$3" ]; then
+    printf '[stack] last lines of %s:\n' "$3" >&2
+    tail -n 25 "$3" | sed 's/^/    /' >&2
+  fi
+  exit 1
+}
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+# wait_for SECONDS COMMAND...: poll a readiness condition, never a blind sleep.
+wait_for() {
+  local deadline=$((SECONDS + $1)); shift
+  until "$@"; do
+    [ $SECONDS -ge $deadline ] && return 1
+    sleep 0.5
+  done
+}
+
+docker_ready() {
+  command -v docker >/dev/null 2>&1 && timeout 5 docker info >/dev/null 2>&1 && docker compose version >/dev/null 2>&1
+}
+use_docker() {
+  case "$MODE" in
+    docker) docker_ready || die "RXINGEST_STACK_MODE=docker but no Docker engine answers"; return 0 ;;
+    native) return 1 ;;
+    auto) docker_ready ;;
+    *) die "RXINGEST_STACK_MODE='$MODE' is not one of auto, native, docker" ;;
+  esac
+}
+
+java_home_for_es() {
+  # Elasticsearch 9 needs Java 21+; the machines' default is 17.
+  if [ -n "${ES_JAVA_HOME:-}" ]; then echo "$ES_JAVA_HOME"; return; fi
+  local j v
+  for j in /usr/lib/jvm/temurin-25-jdk-amd64 /usr/lib/jvm/*; do
+    [ -x "$j/bin/java" ] || continue
+    v=$("$j/bin/java" -XshowSettings:properties -version 2>&1 | awk -F'= ' '/java.specification.version/{print $2}')
+    if [ "${v%%.*}" -ge 21 ] 2>/dev/null; then echo "$j"; return; fi
+  done
+  return 1
+}
+
+# ---------------------------------------------------------------- Kafka
+kafka_libs="$CACHE/kafka-$KAFKA_VERSION/libs"
+kafka_fetch() {
+  [ -f "$kafka_libs/.complete" ] && return 0
+  command -v mvn >/dev/null || die "Kafka: Maven (mvn) is needed to fetch the broker jars from Maven Central"
+  say "fetching Kafka $KAFKA_VERSION jars from Maven Central into $kafka_libs"
+  mkdir -p "$kafka_libs"
+  local pomdir; pomdir=$(mktemp -d)
+  sed "s/@KAFKA_VERSION@/$KAFKA_VERSION/" "$here/scripts/stack/kafka-pom.xml" > "$pomdir/pom.xml"
+  if ! mvn -q -f "$pomdir/pom.xml" dependency:copy-dependencies -DincludeScope=runtime \
+      -DoutputDirectory="$kafka_libs" > "$pomdir/mvn.log" 2>&1; then
+    fail_with Kafka "Maven could not fetch kafka_2.13:$KAFKA_VERSION" "$pomdir/mvn.log"
+  fi
+  touch "$kafka_libs/.complete"; rm -rf "$pomdir"
+}
+
+kafka_up() {
+  if port_open "$KAFKA_PORT"; then
+    say "Kafka: something already listens on 127.0.0.1:$KAFKA_PORT; using it"; return 0
+  fi
+  kafka_fetch
+  local dir="$STATE/kafka" cfg="$STATE/kafka/server.properties" log="$LOGS/kafka.log"
+  mkdir -p "$dir/data" "$LOGS"
+  sed -e "s|@KAFKA_PORT@|$KAFKA_PORT|g" -e "s|@CONTROLLER_PORT@|$KAFKA_CONTROLLER_PORT|g" \
+      -e "s|@DATA@|$dir/data|g" "$here/scripts/stack/kafka-server.properties.tmpl" > "$cfg"
+  cp "$here/scripts/stack/kafka-log4j.properties" "$dir/log4j.properties"
+  local cp="$kafka_libs/*"
+  local jopts=(-Xms512m -Xmx1g -XX:+UseG1GC -Djava.awt.headless=true -Dlog4j.configuration="file:$dir/log4j.properties")
+  if [ ! -f "$dir/data/meta.properties" ]; then
+    local id; id=$(java -cp "$cp" kafka.tools.StorageTool random-uuid 2>>"$log")
+    java "${jopts[@]}" -cp "$cp" kafka.tools.StorageTool format -t "$id" -c "$cfg" >>"$log" 2>&1 \
+      || fail_with Kafka "formatting the KRaft storage failed" "$log"
+  fi
+  say "starting Kafka $KAFKA_VERSION on 127.0.0.1:$KAFKA_PORT"
+  nohup java "${jopts[@]}" -cp "$cp" kafka.Kafka "$cfg" >>"$log" 2>&1 &
+  echo $! > "$STATE/kafka.pid"
+  wait_for 90 kafka_ready || {
+    pid_alive "$STATE/kafka.pid" || fail_with Kafka "the JVM exited" "$log"
+    fail_with Kafka "not ready on port $KAFKA_PORT after 90 s" "$log"
+  }
+}
+# Ready means the broker answers on its port and has registered with the controller.
+kafka_ready() {
+  port_open "$KAFKA_PORT" && grep -q "Kafka Server started" "$LOGS/kafka.log" 2>/dev/null
+}
+
+# ---------------------------------------------------------------- Elasticsearch
+es_home="$CACHE/elasticsearch-$ES_VERSION"
+es_fetch() {
+  [ -x "$es_home/bin/elasticsearch" ] && return 0
+  command -v mvn >/dev/null || die "Elasticsearch: Maven (mvn) is needed to fetch the distribution from Maven Central"
+  command -v unzip >/dev/null || die "Elasticsearch: unzip is needed (apt-get install unzip)"
+  say "fetching Elasticsearch $ES_VERSION (integ-test-zip) from Maven Central into $CACHE"
+  mkdir -p "$CACHE"
+  local tmp; tmp=$(mktemp -d)
+  if ! mvn -q dependency:copy \
+      -Dartifact="org.elasticsearch.distribution.integ-test-zip:elasticsearch:$ES_VERSION:zip" \
+      -DoutputDirectory="$tmp" > "$tmp/mvn.log" 2>&1; then
+    fail_with Elasticsearch "Maven could not fetch integ-test-zip:elasticsearch:$ES_VERSION" "$tmp/mvn.log"
+  fi
+  unzip -q "$tmp/elasticsearch-$ES_VERSION.zip" -d "$tmp/x"
+  rm -rf "$es_home"; mv "$tmp/x/elasticsearch-$ES_VERSION" "$es_home"
+  chmod -R a+rX "$es_home"; rm -rf "$tmp"
+}
+
+# Elasticsearch refuses to run as root: as root we run it as an unprivileged user,
+# whose data and config live where that user can write (not under /root).
+es_run_dir() {
+  if [ "$(id -u)" = 0 ]; then echo "/var/lib/rxingest/es-$ES_PORT"; else echo "$STATE/elasticsearch"; fi
+}
+es_up() {
+  if port_open "$ES_PORT"; then
+    say "Elasticsearch: something already listens on 127.0.0.1:$ES_PORT; using it"; return 0
+  fi
+  es_fetch
+  local jh; jh=$(java_home_for_es) || die "Elasticsearch $ES_VERSION needs Java 21+; none found under /usr/lib/jvm (set ES_JAVA_HOME)"
+  local run; run=$(es_run_dir)
+  local log="$LOGS/elasticsearch.log"
+  mkdir -p "$run/data" "$run/logs" "$LOGS"
+  rm -rf "$run/config"; cp -r "$es_home/config" "$run/config"
+  sed -e "s|@ES_PORT@|$ES_PORT|g" -e "s|@DATA@|$run/data|g" -e "s|@LOGS@|$run/logs|g" \
+      "$here/scripts/stack/elasticsearch.yml.tmpl" > "$run/config/elasticsearch.yml"
+  local runner=()
+  if [ "$(id -u)" = 0 ]; then
+    id -u "$ES_USER" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$ES_USER" \
+      || die "Elasticsearch: could not create the unprivileged user '$ES_USER'"
+    chown -R "$ES_USER" "$run"
+    runner=(runuser -u "$ES_USER" --)
+  fi
+  say "starting Elasticsearch $ES_VERSION on 127.0.0.1:$ES_PORT (Java: $jh, heap $ES_HEAP)"
+  # The root shell opens the log file, so the log can live in the work tree.
+  nohup "${runner[@]}" env ES_JAVA_HOME="$jh" ES_PATH_CONF="$run/config" \
+    ES_JAVA_OPTS="-Xms$ES_HEAP -Xmx$ES_HEAP ${ES_EXTRA_JAVA_OPTS:-}" \
+    "$es_home/bin/elasticsearch" >>"$log" 2>&1 &
+  echo $! > "$STATE/elasticsearch.pid"
+  wait_for 180 es_ready || {
+    pid_alive "$STATE/elasticsearch.pid" || fail_with Elasticsearch "the JVM exited" "$log"
+    fail_with Elasticsearch "cluster not green/yellow on port $ES_PORT after 180 s" "$log"
+  }
+}
+es_ready() {
+  curl -fsS -m 2 "http://127.0.0.1:$ES_PORT/_cluster/health?wait_for_status=yellow&timeout=1s" >/dev/null 2>&1
+}
+
+# ---------------------------------------------------------------- Redis
+redis_ready() { [ "$(redis-cli -p "$REDIS_PORT" ping 2>/dev/null)" = PONG ]; }
+redis_up() {
+  if redis_ready; then say "Redis: already answering on 127.0.0.1:$REDIS_PORT; using it"; return 0; fi
+  if port_open "$REDIS_PORT"; then
+    die "Redis: port $REDIS_PORT is taken by something that is not Redis (set REDIS_PORT)"
+  fi
+  command -v redis-server >/dev/null || die "Redis: redis-server not found (apt-get install redis-server)"
+  mkdir -p "$STATE/redis" "$LOGS"
+  say "starting redis-server on 127.0.0.1:$REDIS_PORT"
+  redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --save "" --appendonly no --dir "$STATE/redis" \
+    --daemonize yes --pidfile "$STATE/redis.pid" --logfile "$LOGS/redis.log" \
+    || fail_with Redis "redis-server refused to start" "$LOGS/redis.log"
+  wait_for 20 redis_ready || fail_with Redis "no PONG on port $REDIS_PORT after 20 s" "$LOGS/redis.log"
+}
+
+# ---------------------------------------------------------------- commands
+stop_pidfile() {
+  local name=$1 file=$2
+  if pid_alive "$file"; then
+    local pid; pid=$(cat "$file")
+    say "stopping $name (pid $pid)"
+    kill -TERM -- "$pid" 2>/dev/null || true
+    # Children (ES forks a controller via runuser) go with it; wait, then insist.
+    local deadline=$((SECONDS + 60))
+    while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.3; done
+    kill -0 "$pid" 2>/dev/null && { say "$name did not stop in 60 s; killing"; kill -KILL "$pid" 2>/dev/null || true; }
+  fi
+  rm -f "$file"
+}
+
+es_leftovers() { pgrep -f "org.elasticsearch.bootstrap.Elasticsearch.*$(es_run_dir)/config" || true; pgrep -f "$(es_run_dir)/.*controller" || true; }
+
+cmd_up() {
+  mkdir -p "$STATE" "$LOGS"
+  if use_docker; then
+    say "Docker engine found: docker compose up"
+    docker compose -f "$here/docker-compose.yml" up -d --wait; return
+  fi
+  redis_up
+  kafka_up
+  es_up
+  cmd_status
+}
+
+cmd_down() {
+  # With names, stop only those (a test run stops what it started and nothing else).
+  if [ $# -gt 0 ]; then
+    local s; for s in "$@"; do
+      case "$s" in
+        elasticsearch) stop_pidfile Elasticsearch "$STATE/elasticsearch.pid" ;;
+        kafka) stop_pidfile Kafka "$STATE/kafka.pid" ;;
+        redis) stop_pidfile Redis "$STATE/redis.pid" ;;
+        *) die "unknown server '$s' (elasticsearch, kafka, redis)" ;;
+      esac
+    done
+    return 0
+  fi
+  if [ "$MODE" != native ] && docker_ready && [ -n "$(docker compose -f "$here/docker-compose.yml" ps -q 2>/dev/null)" ]; then
+    docker compose -f "$here/docker-compose.yml" down
+  fi
+  stop_pidfile Elasticsearch "$STATE/elasticsearch.pid"
+  for p in $(es_leftovers); do kill -TERM "$p" 2>/dev/null || true; done
+  stop_pidfile Kafka "$STATE/kafka.pid"
+  stop_pidfile Redis "$STATE/redis.pid"
+  say "down (data kept in $STATE and $(es_run_dir); remove them for a fresh start)"
+}
+
+cmd_status() {
+  local ok=0
+  if redis_ready; then echo "redis          up    redis://127.0.0.1:$REDIS_PORT"; else echo "redis          down"; ok=1; fi
+  if port_open "$KAFKA_PORT"; then echo "kafka          up    127.0.0.1:$KAFKA_PORT"; else echo "kafka          down"; ok=1; fi
+  if es_ready; then
+    local v; v=$(curl -fsS -m 2 "http://127.0.0.1:$ES_PORT/_nodes/_local?filter_path=nodes.*.version" | sed -n 's/.*"version" *: *"\([^"]*\)".*/\1/p')
+    echo "elasticsearch  up    http://127.0.0.1:$ES_PORT (version $v)"
+  else echo "elasticsearch  down"; ok=1; fi
+  return $ok
+}
+
+# Which servers this script started (so a test run can leave the stack as it found it).
+cmd_owned() {
+  for s in redis kafka elasticsearch; do pid_alive "$STATE/$s.pid" && echo "$s"; done; return 0
+}
+
+case "${1:-}" in
+  up) cmd_up ;;
+  down) shift; cmd_down "$@" ;;
+  status) cmd_status ;;
+  owned) cmd_owned ;;
+  -h|--help|help|"") sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' ;;
+  *) die "unknown command '$1' (use up, down, status)" ;;
+esac

@@ -1,0 +1,25 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['test/unit/**/*.test.ts'],
+        },
+      },
+      {
+        test: {
+          name: 'integration',
+          include: ['test/integration/**/*.test.ts'],
+          globalSetup: ['test/support/global-setup.ts'],
+          // One real stack on a 2-core machine: integration files run one at a time.
+          fileParallelism: false,
+          testTimeout: 180_000,
+          hookTimeout: 600_000,
+        },
+      },
+    ],
+  },
+});
