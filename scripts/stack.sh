@@ -152,6 +152,10 @@ es_up() {
   fi
   es_fetch
   local jh; jh=$(java_home_for_es) || die "Elasticsearch $ES_VERSION needs Java 21+; none found under /usr/lib/jvm (set ES_JAVA_HOME)"
+  # The integ-test-zip lacks the rest-root module, so `GET /` answers 405; our
+  # small plugin restores the usual banner (version, tagline).
+  ES_JAVA_HOME="$jh" bash "$here/scripts/stack/install-es-root-plugin.sh" "$es_home" "$CACHE" \
+    || die "Elasticsearch: the root-endpoint plugin could not be built or installed (see above)"
   local run; run=$(es_run_dir)
   local log="$LOGS/elasticsearch.log"
   mkdir -p "$run/data" "$run/logs" "$LOGS"
