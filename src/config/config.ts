@@ -1,0 +1,271 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+
+/**
+ * The worker's settings, parsed and validated once at the edge (environment
+ * variables) and passed in. Nothing below reads process.env.
+ */
+export interface Config {
+  readonly kafka: {
+    readonly brokers: string[];
+    readonly clientId: string;
+    readonly groupId: string;
+    readonly topics: string[];
+    readonly dlqTopic: string;
+    readonly triggersTopic: string;
+    readonly sessionTimeoutMs: number;
+    readonly fromBeginning: boolean;
+  };
+  readonly elasticsearch: {
+    readonly node: string;
+    readonly profilesIndex: string;
+    readonly eventsIndex: string;
+    readonly requestTimeoutMs: number;
+  };
+  readonly redis: {
+    readonly url: string;
+    readonly keyPrefix: string;
+    readonly processedTtlMs: number;
+  };
+  readonly graph: GraphSettings;
+  readonly triggerRules: TriggerRule[];
+  readonly shutdownTimeoutMs: number;
+  readonly logLevel: string;
+  readonly metricsPort: number;
+}
+
+/** What one partition's graph needs to know. */
+export interface GraphSettings {
+  readonly maxMessageBytes: number;
+  readonly dedupWindowMs: number;
+  readonly clientIdleMs: number;
+  readonly batchMax: number;
+  readonly batchMs: number;
+  readonly highWater: number;
+  readonly lowWater: number;
+  readonly commitIntervalMs: number;
+  readonly commitEvery: number;
+  readonly retryBaseMs: number;
+  readonly retryMaxMs: number;
+}
+
+export interface TriggerRule {
+  readonly id: string;
+  readonly when: Readonly<Record<string, string>>;
+  readonly emit: string;
+}
+
+/** Thrown for a bad setting; its message is the one line a user sees. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+const int = (min: number, max: number) =>
+  z
+    .string()
+    .trim()
+    .regex(/^\d+$/, `a whole number from ${min} to ${max}`)
+    .transform(Number)
+    .pipe(
+      z
+        .number()
+        .int()
+        .min(min, `a whole number from ${min} to ${max}`)
+        .max(max, `a whole number from ${min} to ${max}`),
+    );
+
+const list = z
+  .string()
+  .transform((s) =>
+    s
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean),
+  )
+  .pipe(z.array(z.string()).min(1, 'a comma-separated, non-empty list'));
+
+const topicName = z
+  .string()
+  .trim()
+  .regex(/^[A-Za-z0-9._-]{1,249}$/, 'a Kafka topic name (letters, digits, ".", "_", "-")');
+
+const indexName = z
+  .string()
+  .trim()
+  .regex(
+    /^[a-z0-9][a-z0-9._-]{0,254}$/,
+    'an Elasticsearch index name (lowercase letters, digits, ".", "_", "-")',
+  );
+
+const url = (protocols: string[]) =>
+  z
+    .string()
+    .trim()
+    .refine(
+      (s) => {
+        try {
+          return protocols.includes(new URL(s).protocol);
+        } catch {
+          return false;
+        }
+      },
+      `a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}`,
+    );
+
+const bool = z.enum(['true', 'false', '1', '0']).transform((s) => s === 'true' || s === '1');
+
+const brokerList = list.pipe(
+  z.array(z.string().regex(/^[A-Za-z0-9.[\]:-]+:\d{1,5}$/, 'host:port')).min(1, 'host:port[,host:port…]'),
+);
+
+/** Every variable the worker reads, its default and what it must look like. */
+const schema = {
+  INGEST_TOPICS: [list.pipe(z.array(topicName)), 'ingest.events'],
+  INGEST_GROUP: [z.string().trim().min(1, 'a non-empty consumer group id'), 'rxingest'],
+  KAFKA_BROKERS: [brokerList, 'localhost:9092'],
+  KAFKA_CLIENT_ID: [z.string().trim().min(1, 'a non-empty client id'), 'rxingest'],
+  KAFKA_SESSION_TIMEOUT_MS: [int(6_000, 300_000), '30000'],
+  KAFKA_FROM_BEGINNING: [bool, 'true'],
+  DLQ_TOPIC: [topicName, 'ingest.dlq'],
+  TRIGGERS_TOPIC: [topicName, 'ingest.triggers'],
+  TRIGGER_RULES: [z.string(), ''],
+  ES_NODE: [url(['http:', 'https:']), 'http://localhost:9200'],
+  ES_REQUEST_TIMEOUT_MS: [int(100, 600_000), '30000'],
+  PROFILES_INDEX: [indexName, 'profiles'],
+  EVENTS_INDEX: [indexName, 'events'],
+  REDIS_URL: [url(['redis:', 'rediss:']), 'redis://localhost:6379'],
+  REDIS_KEY_PREFIX: [z.string(), 'rxingest:processed:'],
+  PROCESSED_TTL_MS: [int(1_000, 365 * 24 * 3_600_000), String(7 * 24 * 3_600_000)],
+  MAX_MESSAGE_BYTES: [int(64, 100 * 1024 * 1024), String(1024 * 1024)],
+  DEDUP_WINDOW_MS: [int(1, 24 * 3_600_000), '10000'],
+  CLIENT_IDLE_MS: [int(1, 24 * 3_600_000), '30000'],
+  BATCH_MAX: [int(1, 100_000), '1000'],
+  BATCH_MS: [int(1, 60_000), '100'],
+  HIGH_WATER: [int(1, 10_000_000), '20000'],
+  LOW_WATER: [int(0, 10_000_000), '10000'],
+  COMMIT_INTERVAL_MS: [int(1, 60_000), '500'],
+  COMMIT_EVERY: [int(1, 1_000_000), '5000'],
+  RETRY_BASE_MS: [int(1, 60_000), '100'],
+  RETRY_MAX_MS: [int(1, 600_000), '10000'],
+  SHUTDOWN_TIMEOUT_MS: [int(0, 600_000), '30000'],
+  LOG_LEVEL: [z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'],
+  METRICS_PORT: [int(0, 65_535), '0'],
+} as const satisfies Record<string, readonly [z.ZodType, string]>;
+
+type Raw = { [K in keyof typeof schema]: z.output<(typeof schema)[K][0]> };
+
+/** The variables, their defaults and meanings, for `--help` and the README. */
+export const configVariables = Object.fromEntries(Object.entries(schema).map(([k, [, d]]) => [k, d]));
+
+const ruleSchema = z
+  .array(
+    z.object({
+      id: z.string().regex(/^[^:]+$/, 'a rule id without ":"'),
+      when: z.record(z.string(), z.string()),
+      emit: z.string().min(1),
+    }),
+  )
+  .refine((rules) => new Set(rules.map((r) => r.id)).size === rules.length, 'rule ids must be unique');
+
+/** Reads and validates the rules file named by TRIGGER_RULES. */
+export function loadTriggerRules(path: string, read: (p: string) => string = (p) => readFileSync(p, 'utf8')) {
+  if (path.trim() === '') return [];
+  let text: string;
+  try {
+    text = read(path);
+  } catch (err) {
+    throw new ConfigError(
+      `TRIGGER_RULES=${JSON.stringify(path)}: cannot read the file (${(err as Error).message})`,
+    );
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(
+      `TRIGGER_RULES=${JSON.stringify(path)}: not valid JSON (${(err as Error).message})`,
+    );
+  }
+  const parsed = ruleSchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new ConfigError(
+      `TRIGGER_RULES=${JSON.stringify(path)}: expected [{ "id", "when": { field: value }, "emit" }], ` +
+        `at ${issue.path.join('.') || 'top level'}: ${issue.message}`,
+    );
+  }
+  return parsed.data;
+}
+
+/**
+ * Parses the environment into a Config. A bad value throws a ConfigError whose
+ * message is one line naming the variable, the value and what is expected.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, read?: (p: string) => string): Config {
+  const raw = {} as Record<string, unknown>;
+  for (const [name, [type, fallback]] of Object.entries(schema)) {
+    const given = env[name];
+    const value = given === undefined || given === '' ? fallback : given;
+    const parsed = (type as z.ZodType).safeParse(value);
+    if (!parsed.success) {
+      throw new ConfigError(
+        `${name}=${JSON.stringify(value)} is invalid: expected ${parsed.error.issues[0]?.message ?? 'a valid value'}`,
+      );
+    }
+    raw[name] = parsed.data;
+  }
+  const r = raw as Raw;
+  if (r.LOW_WATER >= r.HIGH_WATER) {
+    throw new ConfigError(
+      `LOW_WATER=${r.LOW_WATER} is invalid: expected a number below HIGH_WATER (${r.HIGH_WATER})`,
+    );
+  }
+  if (r.RETRY_MAX_MS < r.RETRY_BASE_MS) {
+    throw new ConfigError(
+      `RETRY_MAX_MS=${r.RETRY_MAX_MS} is invalid: expected at least RETRY_BASE_MS (${r.RETRY_BASE_MS})`,
+    );
+  }
+  const reserved = new Set([r.DLQ_TOPIC, r.TRIGGERS_TOPIC]);
+  const clash = r.INGEST_TOPICS.find((t) => reserved.has(t));
+  if (clash) {
+    throw new ConfigError(
+      `INGEST_TOPICS=${JSON.stringify(r.INGEST_TOPICS.join(','))} is invalid: expected topics other than DLQ_TOPIC and TRIGGERS_TOPIC (${clash})`,
+    );
+  }
+  return {
+    kafka: {
+      brokers: r.KAFKA_BROKERS,
+      clientId: r.KAFKA_CLIENT_ID,
+      groupId: r.INGEST_GROUP,
+      topics: r.INGEST_TOPICS,
+      dlqTopic: r.DLQ_TOPIC,
+      triggersTopic: r.TRIGGERS_TOPIC,
+      sessionTimeoutMs: r.KAFKA_SESSION_TIMEOUT_MS,
+      fromBeginning: r.KAFKA_FROM_BEGINNING,
+    },
+    elasticsearch: {
+      node: r.ES_NODE,
+      profilesIndex: r.PROFILES_INDEX,
+      eventsIndex: r.EVENTS_INDEX,
+      requestTimeoutMs: r.ES_REQUEST_TIMEOUT_MS,
+    },
+    redis: { url: r.REDIS_URL, keyPrefix: r.REDIS_KEY_PREFIX, processedTtlMs: r.PROCESSED_TTL_MS },
+    graph: {
+      maxMessageBytes: r.MAX_MESSAGE_BYTES,
+      dedupWindowMs: r.DEDUP_WINDOW_MS,
+      clientIdleMs: r.CLIENT_IDLE_MS,
+      batchMax: r.BATCH_MAX,
+      batchMs: r.BATCH_MS,
+      highWater: r.HIGH_WATER,
+      lowWater: r.LOW_WATER,
+      commitIntervalMs: r.COMMIT_INTERVAL_MS,
+      commitEvery: r.COMMIT_EVERY,
+      retryBaseMs: r.RETRY_BASE_MS,
+      retryMaxMs: r.RETRY_MAX_MS,
+    },
+    triggerRules: loadTriggerRules(r.TRIGGER_RULES, read),
+    shutdownTimeoutMs: r.SHUTDOWN_TIMEOUT_MS,
+    logLevel: r.LOG_LEVEL,
+    metricsPort: r.METRICS_PORT,
+  };
+}

@@ -1,0 +1,57 @@
+/** The contract's ingestion message, after validation. */
+export type IngestMessage = ProfileUpdate | UserEvent;
+
+interface MessageBase {
+  /** Globally unique message id: the dedup key. */
+  readonly id: string;
+  /** The client the message is about: grouping and partition key. */
+  readonly clientId: string;
+  /** When the source created it (ISO 8601, as sent). */
+  readonly ts: string;
+}
+
+export interface ProfileUpdate extends MessageBase {
+  readonly type: 'profile';
+  /** Source-owned version, grows per clientId. */
+  readonly version: number;
+  /** The profile fields this update sets. */
+  readonly data: Readonly<Record<string, unknown>>;
+}
+
+export interface UserEvent extends MessageBase {
+  readonly type: 'event';
+  /** What happened. */
+  readonly name: string;
+  readonly data: Readonly<Record<string, unknown>>;
+}
+
+/** Where a record came from: enough to find it again and to tell a replay from a re-sent copy. */
+export interface SourcePosition {
+  readonly topic: string;
+  readonly partition: number;
+  /** Kafka offset as a string (kafkajs hands offsets over as strings; they may exceed 2^53). */
+  readonly offset: string;
+}
+
+/** A raw Kafka record as the graph receives it. */
+export interface RawRecord extends SourcePosition {
+  readonly key: Buffer | null;
+  readonly value: Buffer | null;
+  readonly headers?: Readonly<Record<string, Buffer | string | undefined>>;
+}
+
+/** A validated message together with the record it came from. */
+export interface Envelope<M extends IngestMessage = IngestMessage> {
+  readonly message: M;
+  readonly record: RawRecord;
+}
+
+/** Error classes written to the dead-letter topic's `x-error-class` header. */
+export type ErrorClass = 'invalid-json' | 'schema' | 'too-large' | 'rejected';
+
+/** A record that cannot be ingested, and why. */
+export interface Poison {
+  readonly record: RawRecord;
+  readonly errorClass: ErrorClass;
+  readonly reason: string;
+}

@@ -1,0 +1,83 @@
+import type { ProfileUpdate } from './message.js';
+
+/** Which message a field's value came from: the key of the contract's merge rule. */
+export interface FieldStamp {
+  readonly version: number;
+  readonly id: string;
+}
+
+/**
+ * A client's profile as stored in Elasticsearch. `data` and `version` are the
+ * contract; `fieldVersions` is the bookkeeping that makes the merge
+ * order-independent (mapped `enabled: false`, so it is stored but not indexed).
+ */
+export interface ProfileDocument {
+  readonly clientId: string;
+  readonly version: number;
+  readonly data: Record<string, unknown>;
+  readonly fieldVersions: Record<string, FieldStamp>;
+}
+
+/** Several updates of one client folded into one: per field, the winning value and its stamp. */
+export interface MergedUpdate {
+  readonly clientId: string;
+  readonly version: number;
+  readonly fields: ReadonlyMap<string, { readonly value: unknown; readonly stamp: FieldStamp }>;
+}
+
+/** The contract's order: higher version wins; on equal versions the greater id wins. */
+export function beats(a: FieldStamp, b: FieldStamp | undefined): boolean {
+  if (b === undefined) return true;
+  return a.version > b.version || (a.version === b.version && a.id > b.id);
+}
+
+/** Folds one client's updates (any order, duplicates allowed) into one update. */
+export function mergeUpdates(updates: readonly ProfileUpdate[]): MergedUpdate {
+  const first = updates[0];
+  if (first === undefined) throw new RangeError('mergeUpdates needs at least one update');
+  const fields = new Map<string, { value: unknown; stamp: FieldStamp }>();
+  let version = first.version;
+  for (const u of updates) {
+    if (u.clientId !== first.clientId) {
+      throw new RangeError(`mergeUpdates got clients ${first.clientId} and ${u.clientId}`);
+    }
+    version = Math.max(version, u.version);
+    const stamp = { version: u.version, id: u.id };
+    for (const [field, value] of Object.entries(u.data)) {
+      if (beats(stamp, fields.get(field)?.stamp)) fields.set(field, { value, stamp });
+    }
+  }
+  return { clientId: first.clientId, version, fields };
+}
+
+/**
+ * Applies a merged update to the stored document (or to nothing). `changed` is
+ * false when every field lost to what is stored: the update is stale.
+ */
+export function applyUpdate(
+  doc: ProfileDocument | undefined,
+  update: MergedUpdate,
+): { document: ProfileDocument; changed: boolean } {
+  const data = new Map(Object.entries(doc?.data ?? {}));
+  const stamps = new Map(Object.entries(doc?.fieldVersions ?? {}));
+  let changed = doc === undefined;
+  for (const [field, { value, stamp }] of update.fields) {
+    if (beats(stamp, stamps.get(field))) {
+      data.set(field, value);
+      stamps.set(field, stamp);
+      changed = true;
+    }
+  }
+  const version = Math.max(doc?.version ?? update.version, update.version);
+  if (version !== doc?.version) changed = true;
+  return {
+    // Object.fromEntries defines properties, so no key can reach a prototype.
+    document: {
+      clientId: update.clientId,
+      version,
+      data: Object.fromEntries(data),
+      fieldVersions: Object.fromEntries(stamps),
+    },
+    changed,
+  };
+}
