@@ -37,10 +37,11 @@ export interface CommitInOrderOptions {
  *
  * ```
  * registered:  0 1 2 3
- * completions: --2--0--1-----3--|        (intervalMs = 2 frames, every = ∞)
+ * completions: --2--0-1---3|       (intervalMs = 3 frames, every = ∞)
  * commitInOrder
- * output:      --------a-----(b|)        a = { offset: 3 } (0,1,2 done)
- *                                        b = { offset: 4 } (flushed at completion)
+ * output:      --------a---(b|)    a = { offset: '3' }: 2 waits for 0; the timer starts
+ *                                      when 0 moves the offset, and 1 joins that batch
+ *                                  b = { offset: '4' }: flushed at completion
  * ```
  */
 export function commitInOrder<P>(

@@ -1,0 +1,169 @@
+import { spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@elastic/elasticsearch';
+import { Command } from 'commander';
+import { Kafka, logLevel } from 'kafkajs';
+import { pino } from 'pino';
+import { ConfigError, loadConfig } from '../config/config.js';
+import { runProducer } from '../generator/produce.js';
+import { planWorkload } from '../generator/workload.js';
+import type { MetricsSnapshot } from '../worker/metrics.js';
+import { startWorker } from '../worker/worker.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** `rxingest demo`: the whole job on the local stack, with a live progress line and a summary. */
+export function demoCommand(): Command {
+  return new Command('demo')
+    .description(
+      'bring the local stack up, run the worker and the load generator, show progress, print a summary',
+    )
+    .option('--rate <msgs>', 'messages per second from the generator', '2000')
+    .option('--duration <seconds>', 'how long the generator sends', '30')
+    .option('--clients <n>', 'number of clients', '200')
+    .option('--partitions <n>', 'partitions of the input topic when the demo creates it', '8')
+    .option('--seed <n>', 'generator seed (default: new each run, so runs do not replay each other)')
+    .option('--no-stack', 'do not run `scripts/stack.sh up` (the servers are already there)')
+    .action(async (opts) => {
+      const num = (name: string, v: string, min: number) => {
+        const n = Number(v);
+        if (!Number.isFinite(n) || n < min) {
+          process.stderr.write(`rxingest demo: --${name} "${v}" is invalid: expected a number ≥ ${min}\n`);
+          process.exit(2);
+        }
+        return n;
+      };
+      const rate = num('rate', opts.rate, 1);
+      const durationMs = num('duration', opts.duration, 1) * 1000;
+      const clients = num('clients', opts.clients, 1);
+      const partitions = num('partitions', opts.partitions, 1);
+      const seed = opts.seed === undefined ? Date.now() % 2 ** 32 : num('seed', opts.seed, 0);
+
+      if (opts.stack) await run('bash', [join(root, 'scripts', 'stack.sh'), 'up']);
+
+      let config: ReturnType<typeof loadConfig>;
+      try {
+        config = loadConfig({
+          TRIGGER_RULES: join(root, 'examples', 'trigger-rules.json'),
+          ...process.env,
+        });
+      } catch (err) {
+        if (err instanceof ConfigError) {
+          process.stderr.write(`rxingest: invalid configuration: ${err.message}\n`);
+          process.exit(2);
+        }
+        throw err;
+      }
+      const topic = config.kafka.topics[0]!;
+      const kafka = new Kafka({
+        clientId: 'rxingest-demo',
+        brokers: config.kafka.brokers,
+        logLevel: logLevel.NOTHING,
+      });
+      const admin = kafka.admin();
+      await admin.connect();
+      if (!(await admin.listTopics()).includes(topic)) {
+        await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
+        say(`created topic ${topic} with ${partitions} partitions`);
+      }
+
+      const logFile = join(root, '.stack', 'logs', 'demo-worker.log');
+      mkdirSync(dirname(logFile), { recursive: true });
+      const log = pino({ level: 'info' }, pino.destination({ dest: logFile, sync: false }));
+      say(`worker log: ${logFile}`);
+      const worker = await startWorker({ config, log });
+
+      const abort = new AbortController();
+      let interrupted = false;
+      process.once('SIGINT', () => {
+        interrupted = true;
+        abort.abort();
+        say('\nCtrl-C: stopping the generator, draining the worker…');
+      });
+
+      const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+      await producer.connect();
+      const plan = planWorkload({ seed, ratePerSec: rate, durationMs, clients, shuffleVersions: 0.1 });
+      say(
+        `sending ${plan.length} messages at ${rate}/s for ${durationMs / 1000} s (seed ${seed}) to ${topic}`,
+      );
+
+      let last: MetricsSnapshot = await worker.metrics.snapshot();
+      let lastAt = Date.now();
+      const progress = setInterval(async () => {
+        const now = await worker.metrics.snapshot();
+        const dt = (Date.now() - lastAt) / 1000;
+        const rateIn = (now.recordsIn - last.recordsIn) / dt;
+        const out = now.indexed + now.duplicates + now.stale + now.deadLetters;
+        const outBefore = last.indexed + last.duplicates + last.stale + last.deadLetters;
+        line(
+          `in ${fmt(rateIn)}/s  out ${fmt((out - outBefore) / dt)}/s  | indexed ${now.indexed}  ` +
+            `duplicates ${now.duplicates}  stale ${now.stale}  dead letters ${now.deadLetters}  ` +
+            `triggers ${now.triggers}  | in flight ${now.inFlight}  lag ${now.lag}`,
+        );
+        last = now;
+        lastAt = Date.now();
+      }, 1000);
+
+      const produced = await runProducer({ topic, records: plan, signal: abort.signal }, { producer }).catch(
+        (err) => {
+          say(`\ngenerator failed: ${(err as Error).message}`);
+          return undefined;
+        },
+      );
+      await producer.disconnect();
+      const sent = produced?.total ?? 0;
+
+      // Wait until the worker has taken in and finished everything that was sent.
+      const deadline = Date.now() + 120_000;
+      while (!interrupted && Date.now() < deadline) {
+        const s = await worker.metrics.snapshot();
+        if (s.recordsIn >= sent && s.inFlight === 0) break;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      clearInterval(progress);
+      await worker.stop();
+      const final = await worker.metrics.snapshot();
+
+      const es = new Client({ node: config.elasticsearch.node });
+      await es.indices.refresh({
+        index: [config.elasticsearch.eventsIndex, config.elasticsearch.profilesIndex],
+      });
+      const count = async (index: string) => (await es.count({ index })).count;
+      say('');
+      say('summary');
+      say(`  sent by the generator            ${sent}`);
+      say(`  taken in by the worker           ${final.recordsIn}`);
+      say(`  indexed / duplicates / stale     ${final.indexed} / ${final.duplicates} / ${final.stale}`);
+      say(
+        `  dead letters                     ${final.deadLetters}  (to ${config.kafka.dlqTopic})`,
+      );
+      say(`  triggers sent                    ${final.triggers}  (to ${config.kafka.triggersTopic})`);
+      say(
+        `  Elasticsearch ${config.elasticsearch.eventsIndex.padEnd(18)} ${await count(config.elasticsearch.eventsIndex)} documents`,
+      );
+      say(
+        `  Elasticsearch ${config.elasticsearch.profilesIndex.padEnd(18)} ${await count(config.elasticsearch.profilesIndex)} documents`,
+      );
+      say(`  check: curl -s '${config.elasticsearch.node}/${config.elasticsearch.eventsIndex}/_count'`);
+      await es.close();
+      await admin.disconnect();
+      process.exit(0);
+    });
+}
+
+const fmt = (n: number) => String(Math.round(n)).padStart(6);
+const say = (s: string) => process.stderr.write(`${s}\n`);
+const line = (s: string) => process.stderr.write(process.stderr.isTTY ? `\r${s}\x1b[K` : `${s}\n`);
+
+function run(cmd: string, args: string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { stdio: ['ignore', 'inherit', 'inherit'] });
+    child.on('error', reject);
+    child.on('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`${cmd} ${args.join(' ')} exited ${code}`)),
+    );
+  });
+}

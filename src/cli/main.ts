@@ -1,0 +1,16 @@
+#!/usr/bin/env node
+import { Command } from 'commander';
+import { demoCommand } from './demo-command.js';
+import { produceCommand } from './produce-command.js';
+import { workerCommand } from './worker-command.js';
+
+const program = new Command('rxingest')
+  .description(
+    'Kafka → Elasticsearch ingestion worker: one RxJS graph per partition, per-client order, dedup, ' +
+      'bulk retry, triggers and in-order commits',
+  )
+  .addCommand(workerCommand(), { isDefault: true })
+  .addCommand(produceCommand())
+  .addCommand(demoCommand());
+
+await program.parseAsync(process.argv);

@@ -1,0 +1,51 @@
+import { Command } from 'commander';
+import { pino } from 'pino';
+import { ConfigError, configVariables, loadConfig } from '../config/config.js';
+import { startWorker } from '../worker/worker.js';
+
+const HELP_AFTER = `
+Configuration comes from environment variables (default in brackets):
+${Object.entries(configVariables)
+  .map(([name, def]) => `  ${name.padEnd(26)}[${def}]`)
+  .join('\n')}
+
+A bad value stops the start with one line naming the variable, the value and what is expected.
+SIGTERM or SIGINT drains in-flight work, commits and exits 0.`;
+
+/** `rxingest worker`: the ingestion worker, in the foreground. */
+export function workerCommand(): Command {
+  return new Command('worker')
+    .description('consume from Kafka, index into Elasticsearch, commit in order (configured by environment)')
+    .addHelpText('after', HELP_AFTER)
+    .action(async () => {
+      let config: ReturnType<typeof loadConfig>;
+      try {
+        config = loadConfig(process.env);
+      } catch (err) {
+        if (err instanceof ConfigError) {
+          process.stderr.write(`rxingest: invalid configuration: ${err.message}\n`);
+          process.exit(2);
+        }
+        throw err;
+      }
+      const log = pino({ level: config.logLevel, base: { service: 'rxingest' } });
+      let worker: Awaited<ReturnType<typeof startWorker>>;
+      try {
+        worker = await startWorker({ config, log });
+      } catch (err) {
+        log.fatal({ err }, 'worker could not start');
+        process.stderr.write(`rxingest: could not start: ${(err as Error).message}\n`);
+        process.exit(1);
+      }
+      const onSignal = (signal: NodeJS.Signals) => {
+        log.info({ signal }, 'signal received');
+        void worker.stop();
+      };
+      process.once('SIGTERM', onSignal);
+      process.once('SIGINT', onSignal);
+      worker.stopped.then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+    });
+}

@@ -1,0 +1,37 @@
+import type { Admin } from 'kafkajs';
+import type { Logger } from 'pino';
+import type { Config } from '../config/config.js';
+
+/**
+ * Input topics must exist (their partition count is a decision, not a default).
+ * The dead-letter and trigger topics are created when missing, the DLQ with
+ * room for the largest record a source topic may hold.
+ */
+export async function ensureTopics(admin: Admin, cfg: Config['kafka'], log: Logger): Promise<void> {
+  const existing = new Set(await admin.listTopics());
+  const missing = cfg.topics.filter((t) => !existing.has(t));
+  if (missing.length > 0) {
+    throw new Error(
+      `INGEST_TOPICS: topic(s) ${missing.join(', ')} do not exist on ${cfg.brokers.join(',')}; create them first`,
+    );
+  }
+  const meta = await admin.fetchTopicMetadata({ topics: cfg.topics });
+  const partitions = Math.max(1, ...meta.topics.map((t) => t.partitions.length));
+  const toCreate = [cfg.dlqTopic, cfg.triggersTopic]
+    .filter((t) => !existing.has(t))
+    .map((topic) => ({
+      topic,
+      numPartitions: partitions,
+      configEntries:
+        topic === cfg.dlqTopic ? [{ name: 'max.message.bytes', value: String(16 * 1024 * 1024) }] : [],
+    }));
+  if (toCreate.length === 0) return;
+  try {
+    await admin.createTopics({ topics: toCreate, waitForLeaders: true });
+    log.info({ topics: toCreate.map((t) => t.topic), partitions }, 'created output topics');
+  } catch (err) {
+    // Another worker may have created them first.
+    const now = new Set(await admin.listTopics());
+    if (!toCreate.every((t) => now.has(t.topic))) throw err;
+  }
+}

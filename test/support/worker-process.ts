@@ -1,0 +1,28 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createWriteStream, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** A real worker process (`rxingest worker` through tsx, no build step), its log in .stack/logs. */
+export interface WorkerProcess {
+  readonly child: ChildProcess;
+  readonly logFile: string;
+  /** Resolves with the exit code (or the signal's name). */
+  readonly exited: Promise<number | string>;
+}
+
+export function spawnWorker(env: Record<string, string>, name: string): WorkerProcess {
+  const dir = join(process.cwd(), '.stack', 'logs');
+  mkdirSync(dir, { recursive: true });
+  const logFile = join(dir, `${name}.log`);
+  const log = createWriteStream(logFile, { flags: 'a' });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'worker'], {
+    env: { ...process.env, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout?.pipe(log);
+  child.stderr?.pipe(log);
+  const exited = new Promise<number | string>((resolve) => {
+    child.on('exit', (code, signal) => resolve(code ?? signal ?? 'unknown'));
+  });
+  return { child, logFile, exited };
+}
