@@ -137,9 +137,7 @@ export function demoCommand(): Command {
       say(`  sent by the generator            ${sent}`);
       say(`  taken in by the worker           ${final.recordsIn}`);
       say(`  indexed / duplicates / stale     ${final.indexed} / ${final.duplicates} / ${final.stale}`);
-      say(
-        `  dead letters                     ${final.deadLetters}  (to ${config.kafka.dlqTopic})`,
-      );
+      say(`  dead letters                     ${final.deadLetters}  (to ${config.kafka.dlqTopic})`);
       say(`  triggers sent                    ${final.triggers}  (to ${config.kafka.triggersTopic})`);
       say(
         `  Elasticsearch ${config.elasticsearch.eventsIndex.padEnd(18)} ${await count(config.elasticsearch.eventsIndex)} documents`,

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import { Client } from '@elastic/elasticsearch';
 import { Redis } from 'ioredis';
-import { type Admin, type Consumer, Kafka, logLevel } from 'kafkajs';
+import { Kafka, logLevel } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import { type Enrich, identityEnrich } from '../operators/enrich-in-order.js';

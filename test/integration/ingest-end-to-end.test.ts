@@ -8,7 +8,7 @@ import { runProducer } from '../../src/generator/produce.js';
 import { planWorkload, type WorkloadRecord } from '../../src/generator/workload.js';
 import { type ExpectedState, expectedState } from '../support/expected-state.js';
 import { createTopics, esClient, kafkaClient, stackEnv, uniqueName, waitFor } from '../support/stack.js';
-import { spawnWorker, type WorkerProcess } from '../support/worker-process.js';
+import { spawnWorker } from '../support/worker-process.js';
 
 const PARTITIONS = 8;
 const RULES = [{ id: 'welcome', when: { type: 'event', name: 'signup' }, emit: 'send-welcome-email' }];
@@ -146,7 +146,7 @@ describe('worker end to end', () => {
     await waitFor(`${topic} read to its end`, async () => {
       if (out.length < expectedAtLeast) return false;
       const offsets = await admin.fetchTopicOffsets(topic);
-      return JSON.stringify(offsets) === JSON.stringify(ends) ? true : false;
+      return JSON.stringify(offsets) === JSON.stringify(ends);
     });
     // Read a little past the count we expect, so that extra records would show.
     await new Promise((r) => setTimeout(r, 1000));
