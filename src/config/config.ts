@@ -51,7 +51,7 @@ export interface GraphSettings {
 
 export interface TriggerRule {
   readonly id: string;
-  readonly when: Readonly<Record<string, string>>;
+  readonly when: Readonly<Partial<Record<'type' | 'name' | 'clientId' | 'id', string>>>;
   readonly emit: string;
 }
 
@@ -124,7 +124,7 @@ const url = (protocols: string[]) =>
       `a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}`,
     );
 
-const bool = z.enum(['true', 'false', '1', '0']).transform((s) => s === 'true' || s === '1');
+const bool = z.enum(['true', 'false', '1', '0'], 'true or false').transform((s) => s === 'true' || s === '1');
 
 const brokerList = list.pipe(
   z.array(z.string().regex(/^[A-Za-z0-9.[\]:-]+:\d{1,5}$/, 'host:port')).min(1, 'host:port[,host:port…]'),
@@ -160,7 +160,13 @@ const schema = {
   RETRY_BASE_MS: [int(1, 60_000), '100'],
   RETRY_MAX_MS: [int(1, 600_000), '10000'],
   SHUTDOWN_TIMEOUT_MS: [int(0, 600_000), '30000'],
-  LOG_LEVEL: [z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'],
+  LOG_LEVEL: [
+    z.enum(
+      ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+      'one of fatal, error, warn, info, debug, trace, silent',
+    ),
+    'info',
+  ],
   METRICS_PORT: [int(0, 65_535), '0'],
 } as const satisfies Record<string, readonly [z.ZodType, string]>;
 
@@ -173,11 +179,22 @@ const ruleSchema = z
   .array(
     z.object({
       id: z.string().regex(/^[^:]+$/, 'a rule id without ":"'),
-      when: z.record(z.string(), z.string()),
+      // Only events trigger (contract); these are the fields a rule can match on.
+      when: z.partialRecord(
+        z.enum(['type', 'name', 'clientId', 'id'], 'a field among type, name, clientId, id'),
+        z.string(),
+      ),
       emit: z.string().min(1),
     }),
   )
-  .refine((rules) => new Set(rules.map((r) => r.id)).size === rules.length, 'rule ids must be unique');
+  .superRefine((rules, ctx) => {
+    const seen = new Set<string>();
+    for (const r of rules) {
+      if (seen.has(r.id))
+        ctx.addIssue({ code: 'custom', message: `rule id "${r.id}" is used twice; ids must be unique` });
+      seen.add(r.id);
+    }
+  });
 
 /** Reads and validates the rules file named by TRIGGER_RULES. */
 export function loadTriggerRules(path: string, read: (p: string) => string = (p) => readFileSync(p, 'utf8')) {
@@ -203,7 +220,8 @@ export function loadTriggerRules(path: string, read: (p: string) => string = (p)
     const issue = parsed.error.issues[0]!;
     throw new ConfigError(
       `TRIGGER_RULES=${JSON.stringify(path)}: expected [{ "id", "when": { field: value }, "emit" }], ` +
-        `at ${issue.path.join('.') || 'top level'}: ${issue.message}`,
+        `at ${issue.path.join('.') || 'top level'}: ${issue.message}` +
+        (issue.path.includes('when') ? ' (a rule matches on type, name, clientId or id)' : ''),
     );
   }
   return parsed.data;

@@ -89,7 +89,7 @@ describe('loadConfig: a bad value is one line naming the variable, the value and
     ['KAFKA_BROKERS', 'localhost', 'host:port'],
     ['KAFKA_CLIENT_ID', ' ', 'a non-empty client id'],
     ['KAFKA_SESSION_TIMEOUT_MS', '1000', 'a whole number from 6000 to 300000'],
-    ['KAFKA_FROM_BEGINNING', 'yes', '"true"'],
+    ['KAFKA_FROM_BEGINNING', 'yes', 'true or false'],
     ['DLQ_TOPIC', 'dead letters', 'a Kafka topic name'],
     ['TRIGGERS_TOPIC', 'triggers/all', 'a Kafka topic name'],
     ['ES_NODE', 'localhost:9200', 'a URL starting with http:// or https://'],
@@ -110,7 +110,7 @@ describe('loadConfig: a bad value is one line naming the variable, the value and
     ['RETRY_BASE_MS', '0', 'a whole number from 1 to 60000'],
     ['RETRY_MAX_MS', '600001', 'a whole number from 1 to 600000'],
     ['SHUTDOWN_TIMEOUT_MS', '-5', 'a whole number from 0 to 600000'],
-    ['LOG_LEVEL', 'verbose', '"debug"'],
+    ['LOG_LEVEL', 'verbose', 'one of fatal, error, warn, info, debug'],
     ['METRICS_PORT', '65536', 'a whole number from 0 to 65535'],
   ];
 
@@ -246,5 +246,20 @@ describe('loadConfig: TRIGGER_RULES', () => {
     const read = vi.fn(noFile);
     loadConfig({}, read);
     expect(read).not.toHaveBeenCalled();
+  });
+});
+
+describe('TRIGGER_RULES: fields a rule can match on', () => {
+  it('refuses a `when` field that an event does not have, naming it', () => {
+    const read = () => JSON.stringify([{ id: 'r', when: { plan: 'pro' }, emit: 'x' }]);
+    expect(() => loadConfig({ TRIGGER_RULES: 'rules.json' }, read)).toThrow(
+      /TRIGGER_RULES="rules.json".*when.*"plan".*type, name, clientId or id/,
+    );
+  });
+  it('names a rule id used twice', () => {
+    const rule = { id: 'twice', when: { name: 'signup' }, emit: 'x' };
+    expect(() => loadConfig({ TRIGGER_RULES: 'rules.json' }, () => JSON.stringify([rule, rule]))).toThrow(
+      /rule id "twice" is used twice/,
+    );
   });
 });

@@ -144,9 +144,9 @@ describe('matches', () => {
   });
 
   it('does not look into data, and does not match through inherited properties', () => {
-    expect(matches({ id: 'd', when: { plan: 'pro' }, emit: 'e' }, event({ data: { plan: 'pro' } }))).toBe(
-      false,
-    );
+    expect(
+      matches({ id: 'd', when: { plan: 'pro' } as never, emit: 'e' }, event({ data: { plan: 'pro' } })),
+    ).toBe(false);
     expect(
       matches(
         { id: 'n', when: { name: 'signup' }, emit: 'e' },
@@ -155,7 +155,7 @@ describe('matches', () => {
     ).toBe(false);
     const inherited = {
       id: 'i',
-      when: { toString: Object.prototype.toString as unknown as string },
+      when: { toString: Object.prototype.toString as unknown as string } as never,
       emit: 'e',
     };
     expect(matches(inherited, event())).toBe(false);
