@@ -79,6 +79,9 @@ export class PartitionRunner {
       idempotent: true,
       maxInFlightRequests: 1,
       transactionTimeout: 60_000,
+      // kafkajs's idempotence wants unbounded retries; the committer's own backoff and the
+      // drain timeout bound how long a commit may wait.
+      retry: { retries: Number.MAX_SAFE_INTEGER, maxRetryTime: 5_000 },
     });
     await this.producer.connect();
     const offsets = await admin.fetchOffsets({ groupId: config.kafka.groupId, topics: [this.topic] });

@@ -64,6 +64,7 @@ export async function startWorker({
     heartbeatInterval: Math.min(3_000, Math.floor(config.kafka.sessionTimeoutMs / 3)),
     // A paused partition's resume waits for the fetch loop's sleep: keep it short.
     maxWaitTimeInMs: 250,
+    maxBytesPerPartition: config.kafka.maxBytesPerPartition,
     readUncommitted: false,
   });
 

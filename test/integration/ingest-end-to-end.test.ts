@@ -266,6 +266,43 @@ describe('worker end to end', () => {
       expect(await second.exited).toBe(0);
     }
   });
+
+  it('reaches the same state with two workers sharing the group while one of them leaves', async () => {
+    const { names, env, records } = await setup(13);
+    const a = spawnWorker(env, `${names.group}-a`);
+    const b = spawnWorker(env, `${names.group}-b`);
+    try {
+      const sent = await produce(names.topic, records);
+      const expected = expectedState(
+        sent.map((r) => r.value),
+        { rules: RULES },
+      );
+      await waitFor(
+        'a third of the records committed',
+        async () => (await committedTotal(names.topic, names.group)) > 6_000,
+        {
+          timeoutMs: 60_000,
+          intervalMs: 100,
+        },
+      );
+      // A leaves cleanly mid-run: its partitions move to B, whose producers fence A's.
+      a.child.kill('SIGTERM');
+      expect(await a.exited).toBe(0);
+      await waitFor(
+        'committed offsets at the end of every partition',
+        () => committedEqualsEnd(names.topic, names.group),
+        {
+          timeoutMs: 120_000,
+          intervalMs: 500,
+        },
+      );
+      await assertContract(names, expected);
+    } finally {
+      a.child.kill('SIGTERM');
+      b.child.kill('SIGTERM');
+      expect(await b.exited).toBe(0);
+    }
+  });
 });
 
 async function searchAll(es: Client, index: string): Promise<Map<string, unknown>> {

@@ -1,0 +1,142 @@
+import { readFileSync } from 'node:fs';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/config.js';
+import { runProducer } from '../../src/generator/produce.js';
+import { planWorkload } from '../../src/generator/workload.js';
+import type { IngestMessage } from '../../src/model/message.js';
+import { startWorker } from '../../src/worker/worker.js';
+import { createTopics, kafkaClient, stackEnv, uniqueName, waitFor } from '../support/stack.js';
+import { spawnWorker } from '../support/worker-process.js';
+
+const kafka = kafkaClient();
+const admin = kafka.admin();
+beforeAll(() => admin.connect());
+afterAll(() => admin.disconnect());
+
+function isolatedEnv(name: string): Record<string, string> {
+  return {
+    INGEST_TOPICS: `${name}.in`,
+    INGEST_GROUP: `${name}-group`,
+    DLQ_TOPIC: `${name}.dlq`,
+    TRIGGERS_TOPIC: `${name}.triggers`,
+    PROFILES_INDEX: `${name}-profiles`,
+    EVENTS_INDEX: `${name}-events`,
+    KAFKA_BROKERS: stackEnv.kafkaBrokers,
+    ES_NODE: stackEnv.esNode,
+    REDIS_URL: stackEnv.redisUrl,
+    REDIS_KEY_PREFIX: `${name}:`,
+    KAFKA_SESSION_TIMEOUT_MS: '6000',
+  };
+}
+
+async function produce(topic: string, count: number, seed: number, maxBatchRecords = 500) {
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  const records = planWorkload({ seed, count, ratePerSec: 20_000, clients: 100, poisonShare: 0 });
+  const result = await runProducer({ topic, records, maxBatchRecords }, { producer });
+  await producer.disconnect();
+  return result.total;
+}
+
+async function committedTotal(topic: string, group: string) {
+  const committed = await admin.fetchOffsets({ groupId: group, topics: [topic] });
+  return committed[0]!.partitions.reduce((a, p) => a + Math.max(0, Number(p.offset)), 0);
+}
+
+describe('worker process', () => {
+  it('refuses a bad setting with one line naming the variable, the value and what is expected', async () => {
+    const w = spawnWorker({ ...isolatedEnv(uniqueName('badcfg')), BATCH_MAX: 'lots' }, uniqueName('badcfg'));
+    expect(await w.exited).toBe(2);
+    const lines = readFileSync(w.logFile, 'utf8').trim().split('\n');
+    expect(lines).toEqual([
+      'rxingest: invalid configuration: BATCH_MAX="lots" is invalid: expected a whole number from 1 to 100000',
+    ]);
+  });
+
+  it('stops with a clear error when an input topic does not exist', async () => {
+    const name = uniqueName('notopic');
+    const w = spawnWorker(isolatedEnv(name), name);
+    expect(await w.exited).toBe(1);
+    expect(readFileSync(w.logFile, 'utf8')).toContain(
+      `rxingest: could not start: INGEST_TOPICS: topic(s) ${name}.in do not exist`,
+    );
+  });
+
+  it('drains on SIGTERM: exits 0 with everything it took in committed', async () => {
+    const name = uniqueName('sigterm');
+    const env = isolatedEnv(name);
+    await createTopics([{ topic: env.INGEST_TOPICS!, numPartitions: 4 }]);
+    const total = await produce(env.INGEST_TOPICS!, 20_000, 21);
+    // Small fetches and a slow commit cadence keep work in flight when the signal lands.
+    const w = spawnWorker(
+      { ...env, KAFKA_MAX_BYTES_PER_PARTITION: '16384', COMMIT_INTERVAL_MS: '2000' },
+      name,
+    );
+    await waitFor(
+      'some records committed',
+      async () => (await committedTotal(env.INGEST_TOPICS!, env.INGEST_GROUP!)) > 0,
+      {
+        timeoutMs: 60_000,
+        intervalMs: 50,
+      },
+    );
+    w.child.kill('SIGTERM');
+    expect(await w.exited).toBe(0);
+    const log = readFileSync(w.logFile, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    const stopped = log.find((l) => l.msg === 'stopped');
+    expect(stopped, 'the worker logs its final counts').toBeDefined();
+    const committed = await committedTotal(env.INGEST_TOPICS!, env.INGEST_GROUP!);
+    // Everything taken in was finished and committed; the run was really cut short.
+    expect(committed).toBe(stopped.recordsIn);
+    expect(committed).toBeLessThan(total);
+  });
+});
+
+describe('backpressure', () => {
+  it('pauses a partition at the high-water mark while enrich is slow, and drains afterwards', async () => {
+    const name = uniqueName('backpressure');
+    const env = isolatedEnv(name);
+    await createTopics([{ topic: env.INGEST_TOPICS!, numPartitions: 1 }]);
+    // Kafka hands out whole record batches, so keep the producer's batches small too.
+    const total = await produce(env.INGEST_TOPICS!, 3_000, 31, 50);
+    const config = loadConfig({
+      ...env,
+      HIGH_WATER: '200',
+      LOW_WATER: '100',
+      KAFKA_MAX_BYTES_PER_PARTITION: '16384',
+      LOG_LEVEL: 'warn',
+    });
+    // 1 ms per message, one client at a time per client: far slower than Kafka can deliver.
+    const enrich = async (m: IngestMessage) => {
+      await new Promise((r) => setTimeout(r, 1));
+      return m;
+    };
+    const worker = await startWorker({ config, log: pino({ level: 'warn' }), enrich });
+    let maxInFlight = 0;
+    let sawPaused = false;
+    try {
+      await waitFor(
+        'all records done',
+        async () => {
+          const m = await worker.metrics.snapshot();
+          maxInFlight = Math.max(maxInFlight, m.inFlight);
+          const paused = (await worker.metrics.paused.get()).values.some((v) => v.value === 1);
+          sawPaused ||= paused;
+          return m.indexed + m.duplicates + m.stale + m.deadLetters >= total;
+        },
+        { timeoutMs: 120_000, intervalMs: 20 },
+      );
+    } finally {
+      await worker.stop();
+    }
+    expect(sawPaused).toBe(true);
+    // Bounded by the high-water mark plus at most one fetch (16 KiB of 100+ byte records).
+    expect(maxInFlight).toBeGreaterThanOrEqual(200);
+    expect(maxInFlight).toBeLessThan(200 + 16_384 / 100);
+    expect(await committedTotal(env.INGEST_TOPICS!, env.INGEST_GROUP!)).toBe(total);
+  });
+});
