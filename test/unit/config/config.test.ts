@@ -149,8 +149,8 @@ describe('loadConfig: settings that depend on each other', () => {
   });
 
   it('rejects the default LOW_WATER above a lowered HIGH_WATER', () => {
-    expect(configError(() => loadConfig({ HIGH_WATER: '5000' }, noFile)).message).toMatch(
-      /^LOW_WATER=10000 /,
+    expect(configError(() => loadConfig({ HIGH_WATER: '2000' }, noFile)).message).toMatch(
+      /^LOW_WATER=2500 /,
     );
   });
 
