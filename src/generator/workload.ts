@@ -599,8 +599,8 @@ class WorkloadGenerator {
       case 'login':
         return { method: rng.pick(['password', 'sso', 'magic-link']) };
       case 'logout':
-        // `data` is optional for events: leave it out half of the time.
-        return rng.chance(0.5) ? undefined : { reason: rng.pick(['user', 'timeout']) };
+        // An empty payload is valid; a missing `data` is poison.
+        return rng.chance(0.5) ? {} : { reason: rng.pick(['user', 'timeout']) };
       default:
         return { n: rng.int(1000) };
     }

@@ -62,7 +62,6 @@ function validate(json: unknown): IngestMessage {
         `field "version" must be a non-negative integer for a profile, got ${describe(version)}`,
       );
     }
-    if (!('data' in json)) throw new SchemaError('field "data" is required for a profile');
     return { id, clientId, ts, type, version, data: requireData(json.data) };
   }
   if (type === 'event') {
@@ -70,8 +69,7 @@ function validate(json: unknown): IngestMessage {
     if (typeof name !== 'string' || name.length === 0) {
       throw new SchemaError(`field "name" must be a non-empty string for an event, got ${describe(name)}`);
     }
-    const data = 'data' in json && json.data !== undefined ? requireData(json.data) : {};
-    return { id, clientId, ts, type, name, data };
+    return { id, clientId, ts, type, name, data: requireData(json.data) };
   }
   throw new SchemaError(`field "type" must be "profile" or "event", got ${describe(type)}`);
 }
@@ -87,7 +85,9 @@ function requireId(json: Record<string, unknown>, field: string): string {
   return v;
 }
 
+/** `data` is required for both types: the contract marks only `version` and `name` as type-specific. */
 function requireData(data: unknown): Record<string, unknown> {
+  if (data === undefined) throw new SchemaError('field "data" is required');
   if (!isPlainObject(data))
     throw new SchemaError(`field "data" must be a JSON object, got ${describe(data)}`);
   const bad = findForbiddenKey(data, 'data');

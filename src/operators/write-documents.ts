@@ -10,7 +10,8 @@ import type { DocumentStore } from '../sinks/ports.js';
  * updates merged first into one update per client (contract merge rule), so a
  * hot client costs one write per batch. Retries happen inside the store, per
  * item; what comes back is final: indexed, stale, existed, or rejected (dead
- * letter, class `rejected`, for that message only).
+ * letter, class `rejected`, for that message only: a client's merged update that
+ * Elasticsearch rejects is written again message by message, to find the bad one).
  *
  * ```
  * batches: --[e1 p1 p2 e2]--|        p1, p2: profile updates of one client
@@ -63,12 +64,16 @@ export function writeDocuments(
           else if ('reason' in r)
             out[i] = decide(e, { kind: 'dead-letter', errorClass: 'rejected', reason: r.reason });
         });
+        // A merged update rejected as a whole is retried message by message below, so that
+        // one bad update does not take its client's other updates of the batch down with it.
+        const isolate: number[] = [];
         clients.forEach((idx, k) => {
           const r = profileResults[k]!;
           for (const i of idx) {
             const e = out[i]!;
             if (r.status === 'rejected') {
-              out[i] = decide(e, { kind: 'dead-letter', errorClass: 'rejected', reason: r.reason });
+              if (idx.length > 1) isolate.push(i);
+              else out[i] = decide(e, { kind: 'dead-letter', errorClass: 'rejected', reason: r.reason });
             } else if (
               r.status === 'stale' ||
               !contributes(e.envelope.message as ProfileUpdate, merged[k]!)
@@ -77,8 +82,30 @@ export function writeDocuments(
             } else out[i] = decide(e, { kind: 'indexed' });
           }
         });
-        return out;
+        return { out, isolate };
       }),
+      concatMap(({ out, isolate }) =>
+        isolate.length === 0
+          ? of(out)
+          : from(
+              store.mergeProfiles(
+                isolate.map((i) => mergeUpdates([out[i]!.envelope.message as ProfileUpdate])),
+                signal,
+              ),
+            ).pipe(
+              map((results) => {
+                isolate.forEach((i, k) => {
+                  const r = results[k]!;
+                  const e = out[i]!;
+                  out[i] =
+                    r.status === 'rejected'
+                      ? decide(e, { kind: 'dead-letter', errorClass: 'rejected', reason: r.reason })
+                      : decide(e, { kind: r.status === 'applied' ? 'indexed' : 'stale' });
+                });
+                return out;
+              }),
+            ),
+      ),
     );
   });
 }

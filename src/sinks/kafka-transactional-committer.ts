@@ -30,8 +30,9 @@ const FENCED = new Set([
  *
  * One producer per input partition, with transactional id
  * `<group>-<topic>-<partition>`: when the partition moves, the new owner's
- * producer bumps the epoch and this one's next commit fails as fenced
- * (kafkajs's TxnOffsetCommit has no generation fencing of its own).
+ * producer bumps the epoch (kafkajs does so when its first transaction begins,
+ * not on connect) and this one's next commit fails as fenced (kafkajs's
+ * TxnOffsetCommit has no generation fencing of its own).
  */
 export class TransactionalCommitter implements CommitSink {
   constructor(

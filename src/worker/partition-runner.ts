@@ -84,6 +84,10 @@ export class PartitionRunner {
       retry: { retries: Number.MAX_SAFE_INTEGER, maxRetryTime: 5_000 },
     });
     await this.producer.connect();
+    // kafkajs sends InitProducerId (which fences the previous owner and aborts its open
+    // transaction) only when the first transaction begins, not on connect: begin one now,
+    // before reading the committed offset.
+    await (await this.producer.transaction()).abort();
     const offsets = await admin.fetchOffsets({ groupId: config.kafka.groupId, topics: [this.topic] });
     const committed = offsets[0]?.partitions.find((p) => p.partition === this.partition)?.offset ?? '-1';
     if (committed !== '-1') {

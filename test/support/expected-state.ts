@@ -193,7 +193,7 @@ export function classifyValue(
     const n = field('name');
     if (!nonEmptyString(n)) return poison('schema', 'name: expected a non-empty string');
     name = n;
-    if (data !== undefined && !isPlainObject(data)) return poison('schema', 'data: expected an object');
+    if (!isPlainObject(data)) return poison('schema', 'data: expected an object');
   }
   const bad = forbiddenKeyPath(data ?? {}, 'data');
   if (bad) return poison('schema', `forbidden key ${bad}`);

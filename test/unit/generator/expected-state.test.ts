@@ -7,8 +7,8 @@ const buf = (o: unknown) => Buffer.from(JSON.stringify(o));
 const profile = (id: string, clientId: string, version: number, data: Record<string, unknown>) =>
   buf({ id, clientId, type: 'profile', version, ts: '2026-01-01T00:00:00.000Z', data });
 
-const event = (id: string, clientId: string, name: string, data?: Record<string, unknown>) =>
-  buf({ id, clientId, type: 'event', ts: '2026-01-02T03:04:05.000Z', name, ...(data ? { data } : {}) });
+const event = (id: string, clientId: string, name: string, data: Record<string, unknown> = {}) =>
+  buf({ id, clientId, type: 'event', ts: '2026-01-02T03:04:05.000Z', name, data });
 
 const shuffled = <T>(items: readonly T[], seed: number): T[] => new Rng(seed).shuffle([...items]);
 
@@ -84,7 +84,7 @@ describe('expectedState: events and triggers', () => {
     profile('p-1', 'c-1', 1, { plan: 'pro' }),
   ];
 
-  it('has one events document per unique id; a missing data is {}', () => {
+  it('has one events document per unique id; an empty data stays {}', () => {
     const state = expectedState(values);
     expect(state.events.size).toBe(3);
     expect(toPlain(state.events.get('e-3'))).toEqual({
@@ -121,7 +121,14 @@ describe('classifyValue: poison', () => {
     ts: '2026-01-01T00:00:00.000Z',
     data: { plan: 'pro' },
   };
-  const goodEvent = { id: 'id-2', clientId: 'c-1', type: 'event', ts: '2026-01-01T00:00:00Z', name: 'login' };
+  const goodEvent = {
+    id: 'id-2',
+    clientId: 'c-1',
+    type: 'event',
+    ts: '2026-01-01T00:00:00Z',
+    name: 'login',
+    data: {},
+  };
   const without = (o: Record<string, unknown>, k: string) => {
     const { [k]: _, ...rest } = o;
     return rest;

@@ -41,9 +41,9 @@ describe('parseRecord: valid messages', () => {
     expect(parse(event)).toEqual({ ok: true, envelope: { message: event, record: expect.anything() } });
   });
 
-  it('accepts an event without data and gives it empty data', () => {
+  it('refuses an event without data: data is required for both types', () => {
     const p = parse(without(event, 'data'));
-    expect(p.ok && p.envelope.message.data).toEqual({});
+    expect(p).toMatchObject({ ok: false, errorClass: 'schema', reason: 'field "data" is required' });
   });
 
   it('accepts version 0 for a profile', () => {

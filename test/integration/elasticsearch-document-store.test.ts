@@ -1,0 +1,404 @@
+import { Client } from '@elastic/elasticsearch';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ProfileUpdate } from '../../src/model/message.js';
+import { type MergedUpdate, mergeUpdates, type ProfileDocument } from '../../src/model/profile-merge.js';
+import { ElasticsearchDocumentStore } from '../../src/sinks/elasticsearch-document-store.js';
+import type { EventDocument, EventWrite } from '../../src/sinks/ports.js';
+import { type ExtraEsNode, freePort, startExtraEsNode } from '../support/extra-es-node.js';
+import { esClient, uniqueName, waitFor } from '../support/stack.js';
+
+/**
+ * ElasticsearchDocumentStore against a real Elasticsearch: what InMemoryDocumentStore
+ * stands for (create answers "exists" for a known id; profiles merge by the contract's
+ * rule), plus what only the real one has: per-item rejections, optimistic concurrency
+ * between racing writers, and retries of 429s and connection errors.
+ */
+
+const silent = pino({ level: 'silent' });
+const captureLog = () => {
+  const lines: { level: number; msg: string; err?: string }[] = [];
+  const log = pino({ level: 'debug' }, { write: (s: string) => lines.push(JSON.parse(s)) });
+  return { log, lines };
+};
+
+async function createIndices(es: Client, profilesIndex: string, eventsIndex: string, shards = 1) {
+  const settings = { number_of_shards: shards, number_of_replicas: 0 };
+  await es.indices.create({
+    index: profilesIndex,
+    settings,
+    mappings: {
+      properties: {
+        clientId: { type: 'keyword' },
+        version: { type: 'long' },
+        data: { type: 'object', dynamic: 'runtime' },
+        fieldVersions: { type: 'object', enabled: false },
+      },
+    },
+  });
+  await es.indices.create({
+    index: eventsIndex,
+    settings,
+    mappings: {
+      properties: {
+        clientId: { type: 'keyword' },
+        name: { type: 'keyword' },
+        ts: { type: 'date' },
+        data: { type: 'object', dynamic: 'runtime' },
+      },
+    },
+  });
+}
+
+const event = (id: string, over: Partial<EventDocument['source']> = {}): EventDocument => ({
+  id,
+  source: { clientId: 'c-1', name: 'purchase', ts: '2026-11-30T12:00:00.000Z', data: { n: id }, ...over },
+});
+
+const profile = (
+  clientId: string,
+  id: string,
+  version: number,
+  data: Record<string, unknown>,
+): ProfileUpdate => ({ type: 'profile', id, clientId, version, ts: '2026-11-30T12:00:00.000Z', data });
+
+const one = (u: ProfileUpdate): MergedUpdate => mergeUpdates([u]);
+
+/**
+ * The contract's merge rule, written out independently of src/model/profile-merge.ts:
+ * per field, the value of the update with the highest version (equal: greater id).
+ */
+function expectedProfile(updates: readonly ProfileUpdate[]) {
+  const winners = new Map<string, { value: unknown; version: number; id: string }>();
+  for (const u of updates) {
+    for (const [field, value] of Object.entries(u.data)) {
+      const w = winners.get(field);
+      if (!w || u.version > w.version || (u.version === w.version && u.id > w.id)) {
+        winners.set(field, { value, version: u.version, id: u.id });
+      }
+    }
+  }
+  return {
+    version: Math.max(...updates.map((u) => u.version)),
+    data: Object.fromEntries([...winners].map(([f, w]) => [f, w.value])),
+  };
+}
+
+/** Counts bulk items answered with a given status, as the server sent them. */
+function countItemStatuses(client: Client) {
+  const counts = new Map<number, number>();
+  const bulks: number[][] = [];
+  client.diagnostic.on('response', (_err, result) => {
+    const items = (result?.body as { items?: Record<string, { status: number }>[] } | undefined)?.items;
+    if (!Array.isArray(items)) return;
+    const statuses = items.map((item) => Object.values(item)[0]!.status);
+    bulks.push(statuses);
+    for (const s of statuses) counts.set(s, (counts.get(s) ?? 0) + 1);
+  });
+  return { counts, bulks };
+}
+
+describe('ElasticsearchDocumentStore against the stack Elasticsearch', () => {
+  const es = esClient();
+  const profilesIndex = uniqueName('rxingest-test-profiles');
+  const eventsIndex = uniqueName('rxingest-test-events');
+  const options = { profilesIndex, eventsIndex, retryBaseMs: 20, retryMaxMs: 500 };
+  const store = new ElasticsearchDocumentStore(es, options, silent);
+
+  beforeAll(async () => {
+    await createIndices(es, profilesIndex, eventsIndex);
+  });
+  afterAll(async () => {
+    await es.indices.delete({ index: [profilesIndex, eventsIndex], ignore_unavailable: true });
+    await es.close();
+  });
+
+  const getProfile = async (clientId: string) => {
+    const res = await es.get<ProfileDocument>({ index: profilesIndex, id: clientId });
+    return { ...res._source!, seqNo: res._seq_no! };
+  };
+
+  describe('createEvents', () => {
+    it("answers 'created' for a new id, then 'exists' (a 409 on create) for the same id, keeping the first", async () => {
+      const first = [event('e-1'), event('e-2')];
+      expect(await store.createEvents(first)).toEqual([{ status: 'created' }, { status: 'created' }]);
+
+      const again = [event('e-3'), event('e-1', { name: 'resent' })];
+      expect(await store.createEvents(again)).toEqual([{ status: 'created' }, { status: 'exists' }]);
+
+      const res = await es.mget<EventDocument['source']>({ index: eventsIndex, ids: ['e-1', 'e-2', 'e-3'] });
+      const sources = res.docs.map((d) => ('_source' in d ? d._source : undefined));
+      expect(sources).toEqual([first[0]!.source, first[1]!.source, again[0]!.source]);
+    });
+
+    it("answers 'created' then 'exists' for the same id twice within one bulk", async () => {
+      const results = await store.createEvents([
+        event('dup', { name: 'first' }),
+        event('dup', { name: 'second' }),
+      ]);
+      expect(results).toEqual([{ status: 'created' }, { status: 'exists' }]);
+      const doc = await es.get<EventDocument['source']>({ index: eventsIndex, id: 'dup' });
+      expect(doc._source?.name).toBe('first');
+    });
+
+    it("rejects an item the mapping refuses, with the server's reason, and still writes the rest of the bulk", async () => {
+      const results = await store.createEvents([
+        event('ok-1'),
+        event('bad-ts', { ts: 'not-a-date' }),
+        event('ok-2'),
+      ]);
+      expect(results[0]).toEqual({ status: 'created' });
+      expect(results[2]).toEqual({ status: 'created' });
+      expect(results[1]).toMatchObject({ status: 'rejected' });
+      const reason = (results[1] as { reason: string }).reason;
+      expect(reason).toMatch(/^Elasticsearch 400 document_parsing_exception: /);
+      expect(reason).toContain('[ts]');
+      expect(reason).toContain('not-a-date');
+
+      const res = await es.mget({ index: eventsIndex, ids: ['ok-1', 'bad-ts', 'ok-2'] });
+      expect(res.docs.map((d) => 'found' in d && d.found)).toEqual([true, false, true]);
+    });
+  });
+
+  describe('mergeProfiles', () => {
+    it('applies the merge rule per field: highest version wins, equal versions go to the greater id', async () => {
+      const c = 'merge-rule';
+      const u1 = profile(c, 'm-b', 5, { plan: 'pro', city: 'Oslo', tier: 'b@5' });
+      const u2 = profile(c, 'm-a', 7, { plan: 'free', email: 'a@x' }); // newer plan
+      const u3 = profile(c, 'm-z', 3, { city: 'Rome', phone: '1' }); // older city, new phone
+      const u4 = profile(c, 'm-c', 5, { tier: 'c@5' }); // same version as u1: 'm-c' > 'm-b' wins
+      const u5 = profile(c, 'm-a', 5, { tier: 'a@5' }); // same version: 'm-a' < 'm-c' loses
+
+      expect(await store.mergeProfiles([one(u1)])).toEqual([{ status: 'applied' }]);
+      expect(await store.mergeProfiles([one(u2)])).toEqual([{ status: 'applied' }]);
+      expect(await store.mergeProfiles([one(u3)])).toEqual([{ status: 'applied' }]);
+      expect(await store.mergeProfiles([one(u4)])).toEqual([{ status: 'applied' }]);
+      expect(await store.mergeProfiles([one(u5)])).toEqual([{ status: 'stale' }]);
+
+      const doc = await getProfile(c);
+      expect(doc.clientId).toBe(c);
+      expect(doc.version).toBe(7);
+      expect(doc.data).toEqual({ plan: 'free', city: 'Oslo', tier: 'c@5', email: 'a@x', phone: '1' });
+      expect(doc.data).toEqual(expectedProfile([u1, u2, u3, u4, u5]).data);
+      expect(doc.fieldVersions.tier).toEqual({ version: 5, id: 'm-c' });
+      expect(doc.fieldVersions.plan).toEqual({ version: 7, id: 'm-a' });
+    });
+
+    it("answers 'stale' for an update every field of which is outranked, and leaves the document untouched", async () => {
+      const c = 'stale';
+      await store.mergeProfiles([one(profile(c, 's-2', 10, { a: 'new', b: 'new' }))]);
+      const before = await getProfile(c);
+
+      const results = await store.mergeProfiles([
+        one(profile(c, 's-1', 9, { a: 'old', b: 'old' })), // older on every field
+        one(profile(`${c}-other`, 's-3', 1, { a: 'x' })), // another client in the same call
+      ]);
+      expect(results).toEqual([{ status: 'stale' }, { status: 'applied' }]);
+
+      const after = await getProfile(c);
+      expect(after.seqNo).toBe(before.seqNo); // nothing was written
+      expect(after.data).toEqual({ a: 'new', b: 'new' });
+
+      // Outranked on one field but new on another: applied, and only the new field changes.
+      expect(await store.mergeProfiles([one(profile(c, 's-0', 8, { a: 'older', z: 'z' }))])).toEqual([
+        { status: 'applied' },
+      ]);
+      expect((await getProfile(c)).data).toEqual({ a: 'new', b: 'new', z: 'z' });
+    });
+
+    it('merges two updates of the same client within one call (the second one re-reads after its 409)', async () => {
+      const c = 'same-call';
+      const u1 = profile(c, 'sc-1', 1, { a: 1, b: 1 });
+      const u2 = profile(c, 'sc-2', 2, { b: 2, c: 2 });
+      const results = await store.mergeProfiles([one(u1), one(u2)]);
+      expect(results).toEqual([{ status: 'applied' }, { status: 'applied' }]);
+      const doc = await getProfile(c);
+      expect({ version: doc.version, data: doc.data }).toEqual(expectedProfile([u1, u2]));
+    });
+
+    it('two stores on two clients racing on one profile never lose a newer field', async () => {
+      const c = 'race';
+      const clientA = esClient();
+      const clientB = esClient();
+      const seenA = countItemStatuses(clientA);
+      const seenB = countItemStatuses(clientB);
+      const storeA = new ElasticsearchDocumentStore(clientA, options, silent);
+      const storeB = new ElasticsearchDocumentStore(clientB, options, silent);
+      try {
+        // Versions interleaved and out of order: writer A has the odd ones going down,
+        // writer B the even ones going up, so each field's winner keeps moving between them.
+        const rounds = 20;
+        const all: ProfileUpdate[] = [];
+        for (let r = 0; r < rounds; r++) {
+          const a = profile(c, `A-${String(r).padStart(2, '0')}`, 2 * (rounds - r) - 1, {
+            shared: `A${r}`,
+            [`f${r % 4}`]: `A${r}`,
+            onlyA: r,
+          });
+          const b = profile(c, `B-${String(r).padStart(2, '0')}`, 2 * r, {
+            shared: `B${r}`,
+            [`f${(r + 1) % 4}`]: `B${r}`,
+            onlyB: r,
+          });
+          // Same version for a tie now and then: the greater id ('B-…' > 'A-…') must win.
+          if (r % 5 === 0) Object.assign(b, { version: a.version });
+          all.push(a, b);
+          const [ra, rb] = await Promise.all([
+            storeA.mergeProfiles([one(a)]),
+            storeB.mergeProfiles([one(b)]),
+          ]);
+          for (const x of [...ra, ...rb]) expect(['applied', 'stale']).toContain(x.status);
+        }
+        const doc = await getProfile(c);
+        expect({ version: doc.version, data: doc.data }).toEqual(expectedProfile(all));
+        // The race was real: writes were refused on a changed sequence number, and retried.
+        const conflicts = (seenA.counts.get(409) ?? 0) + (seenB.counts.get(409) ?? 0);
+        expect(conflicts).toBeGreaterThan(0);
+      } finally {
+        await Promise.all([clientA.close(), clientB.close()]);
+      }
+    });
+  });
+});
+
+/**
+ * A second node that pushes back: a tiny indexing-pressure limit (a bulk above it, or
+ * several at once, gets a request-level 429) and a one-thread write pool with a queue
+ * of two (shard-level bulks beyond that fail their items with 429, so one bulk answers
+ * some items 201 and others 429). Its port is chosen before it starts, so a store can be
+ * pointed at it while nothing listens there yet.
+ */
+describe('ElasticsearchDocumentStore retries against a second node under pressure', () => {
+  const pressure = {
+    'indexing_pressure.memory.limit': '64kb',
+    'thread_pool.write.size': 1,
+    'thread_pool.write.queue_size': 2,
+  };
+  const profilesIndex = uniqueName('rxingest-test-profiles');
+  const eventsIndex = uniqueName('rxingest-test-events');
+  const options = { profilesIndex, eventsIndex, retryBaseMs: 20, retryMaxMs: 300 };
+  let node: ExtraEsNode | undefined;
+  let es: Client;
+
+  // Started before the node exists, so its first attempts meet a closed port.
+  const earlyEvents = Array.from({ length: 5 }, (_, i) => event(`early-${i}`));
+  const early = captureLog();
+  let earlyClient: Client;
+  let earlyWrite: Promise<EventWrite[] | Error>;
+  let failuresBeforeStart = 0;
+
+  beforeAll(async () => {
+    const port = await freePort(9210);
+    earlyClient = new Client({ node: `http://127.0.0.1:${port}`, requestTimeout: 10_000 });
+    const earlyStore = new ElasticsearchDocumentStore(
+      earlyClient,
+      { ...options, eventsIndex: `${eventsIndex}-early` },
+      early.log,
+    );
+    earlyWrite = earlyStore.createEvents(earlyEvents, AbortSignal.timeout(170_000)).catch((e: Error) => e);
+    await waitFor('a refused connection', () => early.lines.some((l) => /will retry/.test(l.msg)), {
+      timeoutMs: 10_000,
+      intervalMs: 20,
+    });
+    failuresBeforeStart = early.lines.filter((l) => /will retry/.test(l.msg)).length;
+
+    node = await startExtraEsNode({ httpPort: port, settings: pressure });
+    expect(node.port).toBe(port);
+    es = new Client({ node: node.url, requestTimeout: 30_000 });
+    await createIndices(es, profilesIndex, eventsIndex, 4);
+  });
+
+  afterAll(async () => {
+    await earlyClient?.close();
+    await es?.close();
+    await node?.stop();
+  });
+
+  it('retries connection errors while nothing listens, and writes everything once a node is up', async () => {
+    expect(failuresBeforeStart).toBeGreaterThan(0);
+    expect(early.lines.find((l) => /will retry/.test(l.msg))?.err).toMatch(
+      /ConnectionError|NoLivingConnections/,
+    );
+    const results = await earlyWrite;
+    expect(results).toEqual(earlyEvents.map(() => ({ status: 'created' })));
+    const res = await es.mget({ index: `${eventsIndex}-early`, ids: earlyEvents.map((e) => e.id) });
+    expect(res.docs.every((d) => 'found' in d && d.found)).toBe(true);
+  });
+
+  it('really answers a bulk above the indexing-pressure limit with 429 es_rejected_execution_exception', async () => {
+    const operations = Array.from({ length: 20 }, (_, i) => [
+      { create: { _index: eventsIndex, _id: `big-${i}` } },
+      event(`big-${i}`, { data: { pad: 'x'.repeat(5000) } }).source,
+    ]).flat();
+    const err = await es.bulk({ operations }).then(
+      () => undefined,
+      (e: { meta?: { statusCode?: number; body?: { error?: { type?: string } } } }) => e,
+    );
+    expect(err?.meta?.statusCode).toBe(429);
+    expect(err?.meta?.body?.error?.type).toBe('es_rejected_execution_exception');
+    await es.indices.refresh({ index: eventsIndex });
+    expect((await es.count({ index: eventsIndex })).count).toBe(0);
+  });
+
+  it('createEvents retries the 429s item by item until every event is in, once each', async () => {
+    const client = new Client({ node: node!.url, requestTimeout: 30_000 });
+    const seen = countItemStatuses(client);
+    const store = new ElasticsearchDocumentStore(client, options, silent);
+    try {
+      // 16 callers at once, 25 events of ~1 KB each: one bulk alone fits the limit, all
+      // of them together do not, and the write queue overflows.
+      const batches = Array.from({ length: 16 }, (_, b) =>
+        Array.from({ length: 25 }, (_, i) => event(`ev-${b}-${i}`, { data: { pad: 'y'.repeat(1000) } })),
+      );
+      const results = await Promise.all(batches.map((batch) => store.createEvents(batch)));
+
+      // Every event created exactly once: an item that had succeeded and was sent again
+      // would have come back 'exists' (a 409 on create).
+      expect(results.flat()).toEqual(batches.flat().map(() => ({ status: 'created' })));
+      expect(seen.counts.get(409) ?? 0).toBe(0);
+      // The pressure was real, and some bulk was only partly refused.
+      expect(seen.counts.get(429) ?? 0).toBeGreaterThan(0);
+      expect(seen.bulks.some((s) => s.includes(201) && s.includes(429))).toBe(true);
+
+      await es.indices.refresh({ index: eventsIndex });
+      const ids = batches.flat().map((e) => e.id);
+      expect((await es.count({ index: eventsIndex, query: { ids: { values: ids } } })).count).toBe(
+        ids.length,
+      );
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('mergeProfiles retries the 429s until every profile is merged', async () => {
+    const client = new Client({ node: node!.url, requestTimeout: 30_000 });
+    const seen = countItemStatuses(client);
+    const store = new ElasticsearchDocumentStore(client, options, silent);
+    try {
+      const updates = (round: number) =>
+        Array.from({ length: 16 }, (_, b) =>
+          Array.from({ length: 10 }, (_, i) =>
+            profile(`p-${b}-${i}`, `${round}-${b}-${i}`, round, {
+              [`r${round}`]: round,
+              pad: 'z'.repeat(500),
+            }),
+          ),
+        );
+      const first = updates(1);
+      const second = updates(2);
+      for (const round of [first, second]) {
+        const results = await Promise.all(round.map((batch) => store.mergeProfiles(batch.map(one))));
+        expect(results.flat()).toEqual(round.flat().map(() => ({ status: 'applied' })));
+      }
+      expect(seen.counts.get(429) ?? 0).toBeGreaterThan(0);
+
+      const ids = first.flat().map((u) => u.clientId);
+      const res = await es.mget<ProfileDocument>({ index: profilesIndex, ids });
+      for (const d of res.docs) {
+        expect('_source' in d && d._source).toMatchObject({ version: 2, data: { r1: 1, r2: 2 } });
+      }
+    } finally {
+      await client.close();
+    }
+  });
+});
