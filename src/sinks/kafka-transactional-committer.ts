@@ -48,11 +48,26 @@ export class TransactionalCommitter implements CommitSink {
 
   async commit(offset: string, records: readonly OutRecord[]): Promise<void> {
     const { topic, partition } = this.options;
+    let toSend = records;
+    let truncateAbove = Infinity;
     for (let attempt = 0; ; attempt++) {
       try {
-        await this.commitOnce(offset, records);
+        await this.commitOnce(offset, toSend);
         return;
       } catch (err) {
+        if (isTooLarge(err) && truncateAbove > TRUNCATED_BYTES) {
+          // A dead letter bigger than its topic accepts must not stop the partition forever:
+          // send large values truncated, saying so (halving the bar until the topic takes
+          // them), and retry at once. The x-source-* headers still lead to the original.
+          truncateAbove = truncateAbove === Infinity ? DEFAULT_TOPIC_LIMIT : truncateAbove / 2;
+          this.log.warn(
+            { topic, partition, offset, truncateAbove },
+            'a record was too large for its topic; truncating',
+          );
+          toSend = records.map((r) => truncateLarge(r, truncateAbove));
+          attempt--;
+          continue;
+        }
         if (isFenced(err)) {
           throw new PartitionLostError(
             `${topic}[${partition}]: producer fenced at offset ${offset}; another worker owns it`,
@@ -76,9 +91,11 @@ export class TransactionalCommitter implements CommitSink {
   private async commitOnce(offset: string, records: readonly OutRecord[]): Promise<void> {
     const tx = await this.producer.transaction();
     try {
-      if (records.length > 0) {
+      // kafkajs puts one partition's records of a request into one record batch, which the
+      // broker measures against max.message.bytes: keep each request's records small.
+      for (const chunk of chunksOf(records, CHUNK_BYTES)) {
         const byTopic = new Map<string, OutRecord[]>();
-        for (const r of records) byTopic.set(r.topic, [...(byTopic.get(r.topic) ?? []), r]);
+        for (const r of chunk) byTopic.set(r.topic, [...(byTopic.get(r.topic) ?? []), r]);
         await tx.sendBatch({
           acks: -1,
           topicMessages: [...byTopic].map(([t, rs]) => ({
@@ -97,6 +114,51 @@ export class TransactionalCommitter implements CommitSink {
       throw err;
     }
   }
+}
+
+/** Records per produce request add up to at most this (a larger record goes alone). */
+const CHUNK_BYTES = 512 * 1024;
+/** What a truncated value keeps. */
+const TRUNCATED_BYTES = 64 * 1024;
+/** Kafka's default max.message.bytes (1048588) less room for the batch and record overhead. */
+const DEFAULT_TOPIC_LIMIT = 1_000_000;
+
+const sizeOf = (r: OutRecord) =>
+  (r.key?.length ?? 0) +
+  (r.value?.length ?? 0) +
+  Object.entries(r.headers ?? {}).reduce((a, [k, v]) => a + k.length + v.length, 0);
+
+function* chunksOf(records: readonly OutRecord[], maxBytes: number): Generator<OutRecord[]> {
+  let chunk: OutRecord[] = [];
+  let bytes = 0;
+  for (const r of records) {
+    const size = sizeOf(r);
+    if (chunk.length > 0 && bytes + size > maxBytes) {
+      yield chunk;
+      chunk = [];
+      bytes = 0;
+    }
+    chunk.push(r);
+    bytes += size;
+  }
+  if (chunk.length > 0) yield chunk;
+}
+
+function truncateLarge(r: OutRecord, above: number): OutRecord {
+  if (r.value === null || sizeOf(r) <= above) return r;
+  const value = Buffer.isBuffer(r.value) ? r.value : Buffer.from(r.value);
+  return {
+    ...r,
+    value: value.subarray(0, TRUNCATED_BYTES),
+    headers: { ...r.headers, 'x-value-truncated': `${value.length} bytes, first ${TRUNCATED_BYTES} kept` },
+  };
+}
+
+function isTooLarge(err: unknown): boolean {
+  return causes(err).some((e) => {
+    const t = (e as { type?: string }).type;
+    return t === 'MESSAGE_TOO_LARGE' || t === 'RECORD_LIST_TOO_LARGE';
+  });
 }
 
 function causes(err: unknown): unknown[] {

@@ -30,7 +30,9 @@ describe('TransactionalCommitter against the real broker', () => {
   const prefix = uniqueName('rxingest-test-committer');
   const input = `${prefix}.in`;
   const out = (name: string) => `${prefix}.out-${name}`;
-  const outTopics = ['atomic-triggers', 'atomic-dlq', 'fence', 'fence-point', 'midway', 'abort'].map(out);
+  const outTopics = ['atomic-triggers', 'atomic-dlq', 'fence', 'fence-point', 'midway', 'abort', 'large'].map(
+    out,
+  );
   const groups: string[] = [];
   const producers: Producer[] = [];
   let admin: Admin;
@@ -283,5 +285,52 @@ describe('TransactionalCommitter against the real broker', () => {
     await waitFor('the later record', () => valuesOn(committed, out('abort')).includes('kept-8'));
     expect(valuesOn(committed, out('abort'))).toEqual(['kept-5', 'kept-8']);
     await waitFor('offset 8', async () => (await offsetsOf(groupId))[1] === '8');
+  });
+
+  it('publishes large dead letters within the topic limit: chunked requests, and a value too big for the topic truncated', async () => {
+    // The topic keeps Kafka's default max.message.bytes (about 1 MiB).
+    const producer = await transactionalProducer(`${prefix}-large`);
+    const committer = committerFor(producer, group('large'), 1);
+    const big = (c: string, n: number) => c.repeat(n);
+    const records: OutRecord[] = [
+      {
+        topic: out('large'),
+        key: 'a',
+        value: big('a', 700 * 1024),
+        headers: { 'x-error-class': 'too-large' },
+      },
+      {
+        topic: out('large'),
+        key: 'b',
+        value: big('b', 700 * 1024),
+        headers: { 'x-error-class': 'too-large' },
+      },
+      {
+        topic: out('large'),
+        key: 'c',
+        value: big('c', 700 * 1024),
+        headers: { 'x-error-class': 'too-large' },
+      },
+      {
+        topic: out('large'),
+        key: 'd',
+        value: big('d', 1536 * 1024),
+        headers: { 'x-error-class': 'too-large' },
+      },
+    ];
+    await committer.commit('7', records);
+    const seen = await waitFor('four large records', () => {
+      const s = committed.filter((x) => x.topic === out('large'));
+      return s.length >= 4 ? s : false;
+    });
+    expect(seen.map((x) => [x.key, x.value?.length])).toEqual([
+      ['a', 700 * 1024],
+      ['b', 700 * 1024],
+      ['c', 700 * 1024],
+      ['d', 64 * 1024],
+    ]);
+    expect(seen[3]!.headers['x-value-truncated']).toBe(`${1536 * 1024} bytes, first ${64 * 1024} kept`);
+    expect(seen[3]!.headers['x-error-class']).toBe('too-large');
+    expect((await offsetsOf(group('large')))[1]).toBe('7');
   });
 });
