@@ -43,10 +43,12 @@ fail_with() {
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
-# wait_for SECONDS COMMAND...: poll a readiness condition, never a blind sleep.
+# wait_for SECONDS PIDFILE COMMAND...: poll a readiness condition, never a blind sleep;
+# give up at once if the process in PIDFILE (when given) has died.
 wait_for() {
-  local deadline=$((SECONDS + $1)); shift
+  local deadline=$((SECONDS + $1)) pidfile=$2; shift 2
   until "$@"; do
+    [ -n "$pidfile" ] && ! pid_alive "$pidfile" && return 2
     [ $SECONDS -ge $deadline ] && return 1
     sleep 0.5
   done
@@ -112,7 +114,7 @@ kafka_up() {
   say "starting Kafka $KAFKA_VERSION on 127.0.0.1:$KAFKA_PORT"
   nohup java "${jopts[@]}" -cp "$cp" kafka.Kafka "$cfg" >>"$log" 2>&1 &
   echo $! > "$STATE/kafka.pid"
-  wait_for 90 kafka_ready || {
+  wait_for 90 "$STATE/kafka.pid" kafka_ready || {
     pid_alive "$STATE/kafka.pid" || fail_with Kafka "the JVM exited" "$log"
     fail_with Kafka "not ready on port $KAFKA_PORT after 90 s" "$log"
   }
@@ -175,7 +177,7 @@ es_up() {
     ES_JAVA_OPTS="-Xms$ES_HEAP -Xmx$ES_HEAP ${ES_EXTRA_JAVA_OPTS:-}" \
     "$es_home/bin/elasticsearch" >>"$log" 2>&1 &
   echo $! > "$STATE/elasticsearch.pid"
-  wait_for 180 es_ready || {
+  wait_for 180 "$STATE/elasticsearch.pid" es_ready || {
     pid_alive "$STATE/elasticsearch.pid" || fail_with Elasticsearch "the JVM exited" "$log"
     fail_with Elasticsearch "cluster not green/yellow on port $ES_PORT after 180 s" "$log"
   }
@@ -197,7 +199,7 @@ redis_up() {
   redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --save "" --appendonly no --dir "$STATE/redis" \
     --daemonize yes --pidfile "$STATE/redis.pid" --logfile "$LOGS/redis.log" \
     || fail_with Redis "redis-server refused to start" "$LOGS/redis.log"
-  wait_for 20 redis_ready || fail_with Redis "no PONG on port $REDIS_PORT after 20 s" "$LOGS/redis.log"
+  wait_for 20 "" redis_ready || fail_with Redis "no PONG on port $REDIS_PORT after 20 s" "$LOGS/redis.log"
 }
 
 # ---------------------------------------------------------------- commands
