@@ -1,4 +1,5 @@
 import { concatMap, defer, from, type MonoTypeOperatorFunction, map, of } from 'rxjs';
+import { classifyError } from '../model/failures.js';
 import { type BatchEntry, decide, originOf } from '../model/outcome.js';
 import type { ProcessedStore } from '../sinks/ports.js';
 import { type RetryWithBackoffOptions, retryWithBackoff } from './backoff.js';
@@ -47,6 +48,6 @@ export function claimProcessed(
           return out;
         }),
       );
-    }).pipe(retryWithBackoff({ ...retry, isRetryable: () => true })),
+    }).pipe(retryWithBackoff({ ...retry, isRetryable: (err) => classifyError(err) === 'transient' })),
   );
 }

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Client, errors } from '@elastic/elasticsearch';
+import type { Client } from '@elastic/elasticsearch';
 import type { Logger } from 'pino';
+import { classifyError, classifyItemStatus } from '../model/failures.js';
 import { applyUpdate, type MergedUpdate, type ProfileDocument } from '../model/profile-merge.js';
 import { backoffDelay } from '../operators/backoff.js';
 import type { DocumentStore, EventDocument, EventWrite, ProfileWrite } from './ports.js';
@@ -12,9 +13,6 @@ export interface ElasticsearchStoreOptions {
   readonly retryMaxMs: number;
   readonly random?: () => number;
 }
-
-/** An item-level or request-level failure worth another try. */
-const RETRYABLE_STATUS = new Set([429, 500, 502, 503, 504]);
 
 /**
  * Elasticsearch behind the DocumentStore port, with our own per-item retry:
@@ -58,7 +56,7 @@ export class ElasticsearchDocumentStore implements DocumentStore {
           throw new Error(`bulk answered without a create result for event ${events[i]!.id}`);
         if (r.status === 200 || r.status === 201) results[i] = { status: 'created' };
         else if (r.status === 409) results[i] = { status: 'exists' };
-        else if (RETRYABLE_STATUS.has(r.status)) retry.push(i);
+        else if (classifyItemStatus(r.status) === 'transient') retry.push(i);
         else results[i] = { status: 'rejected', reason: describeItemError(r.status, r.error) };
       });
       pending = retry;
@@ -115,7 +113,7 @@ export class ElasticsearchDocumentStore implements DocumentStore {
           throw new Error(`bulk answered without a result for profile ${updates[i]!.clientId}`);
         if (r.status === 200 || r.status === 201) results[i] = { status: 'applied' };
         else if (r.status === 409) retry.push(i);
-        else if (RETRYABLE_STATUS.has(r.status)) {
+        else if (classifyItemStatus(r.status) === 'transient') {
           retry.push(i);
           transient = true;
         } else results[i] = { status: 'rejected', reason: describeItemError(r.status, r.error) };
@@ -148,7 +146,7 @@ export class ElasticsearchDocumentStore implements DocumentStore {
           : {};
       });
     } catch (err) {
-      if (isTransient(err)) {
+      if (classifyError(err) === 'transient') {
         this.log.warn({ err: summarize(err) }, 'Elasticsearch mget failed; will retry');
         return undefined;
       }
@@ -162,7 +160,7 @@ export class ElasticsearchDocumentStore implements DocumentStore {
       const res = await this.client.bulk({ operations, refresh: false }, signal ? { signal } : {});
       return res.items;
     } catch (err) {
-      if (isTransient(err)) {
+      if (classifyError(err) === 'transient') {
         this.log.warn({ err: summarize(err) }, 'Elasticsearch bulk request failed; will retry');
         return undefined;
       }
@@ -185,16 +183,6 @@ function describeItemError(status: number, error: unknown): string {
   const e = error as { type?: string; reason?: string; caused_by?: { reason?: string } } | undefined;
   const cause = e?.caused_by?.reason ? ` (${e.caused_by.reason})` : '';
   return `Elasticsearch ${status} ${e?.type ?? 'error'}: ${e?.reason ?? 'no reason given'}${cause}`;
-}
-
-/** Connection trouble, timeouts, 429 and 5xx: worth waiting for. */
-export function isTransient(err: unknown): boolean {
-  if (err instanceof errors.ResponseError) return RETRYABLE_STATUS.has(err.statusCode ?? 0);
-  return (
-    err instanceof errors.ConnectionError ||
-    err instanceof errors.TimeoutError ||
-    err instanceof errors.NoLivingConnectionsError
-  );
 }
 
 function summarize(err: unknown): string {

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Producer } from 'kafkajs';
 import type { Logger } from 'pino';
+import { causes, classifyError } from '../model/failures.js';
 import { backoffDelay } from '../operators/backoff.js';
 import type { CommitSink, OutRecord } from './ports.js';
 
@@ -73,7 +74,7 @@ export class TransactionalCommitter implements CommitSink {
             `${topic}[${partition}]: producer fenced at offset ${offset}; another worker owns it`,
           );
         }
-        if (!isRetriable(err) || this.signal?.aborted) throw err;
+        if (classifyError(err) !== 'transient' || this.signal?.aborted) throw err;
         const ms = backoffDelay(attempt, {
           baseMs: this.options.retryBaseMs,
           maxMs: this.options.retryMaxMs,
@@ -161,31 +162,9 @@ function isTooLarge(err: unknown): boolean {
   });
 }
 
-function causes(err: unknown): unknown[] {
-  const out: unknown[] = [];
-  let e: unknown = err;
-  while (e && out.length < 10) {
-    out.push(e);
-    e = (e as { cause?: unknown; originalError?: unknown }).originalError ?? (e as { cause?: unknown }).cause;
-  }
-  return out;
-}
-
 export function isFenced(err: unknown): boolean {
   return causes(err).some((e) => {
     const x = e as { type?: string; code?: number };
     return (x.type !== undefined && FENCED.has(x.type)) || x.code === 90;
-  });
-}
-
-function isRetriable(err: unknown): boolean {
-  return causes(err).some((e) => {
-    const x = e as { retriable?: boolean; name?: string };
-    return (
-      x.retriable === true ||
-      x.name === 'KafkaJSNumberOfRetriesExceeded' ||
-      x.name === 'KafkaJSConnectionError' ||
-      x.name === 'KafkaJSRequestTimeoutError'
-    );
   });
 }
