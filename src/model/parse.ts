@@ -11,6 +11,10 @@ const ISO_TS = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}
 
 class SchemaError extends Error {}
 
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+/** Header values must stay on one line; V8's messages quote the input, line breaks included. */
+const oneLine = (s: string) => s.replace(/[\r\n\u2028\u2029]+/g, ' ');
+
 const poison = (record: RawRecord, errorClass: ErrorClass, reason: string): Parsed => ({
   ok: false,
   record,
@@ -34,9 +38,10 @@ export function parseRecord(record: RawRecord, maxMessageBytes: number): Parsed 
   }
   let json: unknown;
   try {
-    json = JSON.parse(value.toString('utf8'));
+    // JSON text is UTF-8 (RFC 8259): bytes that are not are poison, not silently replaced.
+    json = JSON.parse(utf8.decode(value));
   } catch (err) {
-    return poison(record, 'invalid-json', (err as Error).message);
+    return poison(record, 'invalid-json', oneLine((err as Error).message));
   }
   try {
     return { ok: true, envelope: { message: validate(json), record } };

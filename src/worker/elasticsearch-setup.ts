@@ -33,7 +33,13 @@ export async function ensureIndices(es: Client, cfg: Config['elasticsearch'], lo
   ] as const) {
     try {
       if (await es.indices.exists({ index })) continue;
-      await es.indices.create({ index, mappings: structuredClone(mappings) as never });
+      await es.indices.create({
+        index,
+        // Past the field limit, new field names stay in _source unmapped instead of failing
+        // every later document that brings one: one client's odd keys cannot stop the rest.
+        settings: { 'index.mapping.total_fields.ignore_dynamic_beyond_limit': true },
+        mappings: structuredClone(mappings) as never,
+      });
       log.info({ index }, 'created index');
     } catch (err) {
       if (

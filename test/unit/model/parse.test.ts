@@ -240,3 +240,26 @@ describe('parseRecord: hostile nesting never throws', () => {
     expect(['invalid-json', 'schema']).toContain(!p.ok && p.errorClass);
   });
 });
+
+describe('parseRecord: bytes that are not UTF-8', () => {
+  it('is invalid-json, not a silently repaired message', () => {
+    const bytes = Buffer.concat([
+      Buffer.from(
+        '{"id":"x","clientId":"c","type":"event","name":"n","ts":"2026-01-01T00:00:00Z","data":{"s":"',
+      ),
+      Buffer.from([0xff, 0xfe]),
+      Buffer.from('"}}'),
+    ]);
+    const p = parseRecord({ topic: 't', partition: 0, offset: '0', key: null, value: bytes }, 1 << 20);
+    expect(p).toMatchObject({ ok: false, errorClass: 'invalid-json' });
+  });
+
+  it('keeps the reason on one line', () => {
+    const p = parseRecord(
+      { topic: 't', partition: 0, offset: '0', key: null, value: Buffer.from('[\n1,\n}') },
+      1 << 20,
+    );
+    expect(p.ok).toBe(false);
+    expect(!p.ok && p.reason).not.toMatch(/\n/);
+  });
+});
