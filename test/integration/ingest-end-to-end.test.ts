@@ -154,6 +154,22 @@ describe('worker end to end', () => {
     return out;
   }
 
+  /** Waits until the group's committed offsets reach every partition's end, then checks the contract. */
+  async function assertContractOnceDone(
+    names: Awaited<ReturnType<typeof setup>>['names'],
+    expected: ExpectedState,
+  ) {
+    await waitFor(
+      'committed offsets at the end of every partition',
+      () => committedEqualsEnd(names.topic, names.group),
+      {
+        timeoutMs: 120_000,
+        intervalMs: 500,
+      },
+    );
+    await assertContract(names, expected);
+  }
+
   async function assertContract(names: Awaited<ReturnType<typeof setup>>['names'], expected: ExpectedState) {
     expect(await committedEqualsEnd(names.topic, names.group)).toBe(true);
     await es.indices.refresh({ index: [names.profiles, names.events] });
@@ -213,15 +229,7 @@ describe('worker end to end', () => {
       expect(expected.poison.length).toBeGreaterThan(100);
       expect(expected.duplicates).toBeGreaterThan(200);
       expect(expected.triggers.size).toBeGreaterThan(100);
-      await waitFor(
-        'committed offsets at the end of every partition',
-        () => committedEqualsEnd(names.topic, names.group),
-        {
-          timeoutMs: 120_000,
-          intervalMs: 500,
-        },
-      );
-      await assertContract(names, expected);
+      await assertContractOnceDone(names, expected);
     } finally {
       worker.child.kill('SIGTERM');
       expect(await worker.exited).toBe(0);
@@ -252,15 +260,7 @@ describe('worker end to end', () => {
 
     const second = spawnWorker(env, `${names.group}-second`);
     try {
-      await waitFor(
-        'committed offsets at the end of every partition',
-        () => committedEqualsEnd(names.topic, names.group),
-        {
-          timeoutMs: 120_000,
-          intervalMs: 500,
-        },
-      );
-      await assertContract(names, expected);
+      await assertContractOnceDone(names, expected);
     } finally {
       second.child.kill('SIGTERM');
       expect(await second.exited).toBe(0);
@@ -288,15 +288,7 @@ describe('worker end to end', () => {
       // A leaves cleanly mid-run: its partitions move to B, whose producers fence A's.
       a.child.kill('SIGTERM');
       expect(await a.exited).toBe(0);
-      await waitFor(
-        'committed offsets at the end of every partition',
-        () => committedEqualsEnd(names.topic, names.group),
-        {
-          timeoutMs: 120_000,
-          intervalMs: 500,
-        },
-      );
-      await assertContract(names, expected);
+      await assertContractOnceDone(names, expected);
     } finally {
       a.child.kill('SIGTERM');
       b.child.kill('SIGTERM');

@@ -1,32 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { OffsetTracker } from '../../../src/model/offset-tracker.js';
+import { prng, shuffle } from '../../support/random.js';
 
 const tracked = (...offsets: (string | number)[]) => {
   const t = new OffsetTracker<string>();
   for (const o of offsets) t.register(String(o));
   return t;
 };
-
-/** Small deterministic PRNG (mulberry32), so a failure can be replayed. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function shuffle<T>(items: readonly T[], random: () => number): T[] {
-  const out = [...items];
-  for (let i = out.length - 1; i > 0; i--) {
-    const j = Math.floor(random() * (i + 1));
-    [out[i], out[j]] = [out[j]!, out[i]!];
-  }
-  return out;
-}
 
 describe('OffsetTracker', () => {
   it('has nothing to commit and nothing pending before anything happens', () => {
