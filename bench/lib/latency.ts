@@ -1,0 +1,137 @@
+/**
+ * End-to-end latency, produce to indexed: a paced producer sends a workload to Kafka, and a
+ * poller watches for a sample of the message ids to be marked processed in Redis. The worker
+ * marks an id (claimProcessed, `SET NX`) right after Elasticsearch acknowledged the bulk that
+ * wrote it, so the mark is "indexed" plus one Redis round trip.
+ *
+ * Why not ask Elasticsearch? A real-time GET of a document that is not yet searchable makes the
+ * shard refresh, so polling Elasticsearch every few ms would change what is being measured;
+ * polling with `realtime: false` would only see documents after the 1 s refresh interval.
+ */
+import type { Redis } from 'ioredis';
+import type { Kafka } from 'kafkajs';
+import { runProducer } from '../../src/generator/produce.js';
+import { planWorkload } from '../../src/generator/workload.js';
+import { sleep } from './stack.js';
+
+export interface LatencyOptions {
+  readonly kafka: Kafka;
+  readonly redis: Redis;
+  readonly topic: string;
+  /** The worker's REDIS_KEY_PREFIX. */
+  readonly keyPrefix: string;
+  readonly ratePerSec: number;
+  readonly durationMs: number;
+  readonly seed: number;
+  readonly clients: number;
+  /** Poll every this many ms. */
+  readonly pollMs?: number;
+  /** One message in this many is sampled. */
+  readonly sampleEvery?: number;
+  /** After the last send, how long to wait for the stragglers. */
+  readonly settleMs?: number;
+}
+
+export interface LatencyResult {
+  /** ms from the planned send time to the poll that found the document. */
+  readonly latencies: number[];
+  /** Send time (ms into the run) of each measured sample, same order as `latencies`. */
+  readonly sentAt: number[];
+  readonly sampled: number;
+  readonly missing: number;
+  readonly produced: number;
+  readonly producedRate: number;
+  readonly producerMaxLagMs: number;
+  readonly pollMs: number;
+}
+
+export async function measureLatency(o: LatencyOptions): Promise<LatencyResult> {
+  const pollMs = o.pollMs ?? 20;
+  const sampleEvery = o.sampleEvery ?? Math.max(1, Math.round(o.ratePerSec / 200));
+  const plan = planWorkload({
+    seed: o.seed,
+    ratePerSec: o.ratePerSec,
+    durationMs: o.durationMs,
+    clients: o.clients,
+    duplicateShare: 0.01,
+    poisonShare: 0,
+    baseTimeMs: Date.now(),
+  });
+  const sampledAt = new Map<string, number>();
+  let originals = 0;
+  for (const r of plan) {
+    if ((r.kind === 'event' || r.kind === 'profile') && originals++ % sampleEvery === 0) {
+      sampledAt.set(r.id!, r.sendAtMs);
+    }
+  }
+  const outstanding = new Map<string, number>();
+  const latencies: number[] = [];
+  const sentAt: number[] = [];
+  let t0: number | undefined;
+  let producing = true;
+
+  const poller = (async () => {
+    let settleUntil = Number.POSITIVE_INFINITY;
+    for (;;) {
+      if (!producing && settleUntil === Number.POSITIVE_INFINITY)
+        settleUntil = performance.now() + (o.settleMs ?? 30_000);
+      if (!producing && (outstanding.size === 0 || performance.now() > settleUntil)) return;
+      if (outstanding.size > 0 && t0 !== undefined) {
+        const ids = [...outstanding.keys()].slice(0, 2_000);
+        try {
+          const marks = await o.redis.mget(ids.map((id) => o.keyPrefix + id));
+          const now = performance.now();
+          marks.forEach((mark, i) => {
+            if (mark === null) return;
+            const id = ids[i]!;
+            const at = outstanding.get(id)!;
+            outstanding.delete(id);
+            latencies.push(now - (t0! + at));
+            sentAt.push(at);
+          });
+        } catch {
+          // A slow answer: try again.
+        }
+      }
+      await sleep(pollMs);
+    }
+  })();
+
+  const producer = o.kafka.producer({ allowAutoTopicCreation: false });
+  await producer.connect();
+  const result = await runProducer(
+    { topic: o.topic, records: plan, tickMs: 5, maxBatchRecords: 500 },
+    {
+      producer,
+      clock: {
+        now: () => {
+          const now = performance.now();
+          t0 ??= now;
+          return now;
+        },
+        sleep: (ms) => sleep(ms),
+      },
+      onSent: (records) => {
+        for (const r of records) {
+          if (r.kind !== 'event' && r.kind !== 'profile') continue;
+          const at = sampledAt.get(r.id!);
+          if (at !== undefined) outstanding.set(r.id!, at);
+        }
+      },
+    },
+  ).finally(() => {
+    producing = false;
+  });
+  await producer.disconnect();
+  await poller;
+  return {
+    latencies,
+    sentAt,
+    sampled: sampledAt.size,
+    missing: sampledAt.size - latencies.length,
+    produced: result.total,
+    producedRate: result.ratePerSec,
+    producerMaxLagMs: result.maxLagMs,
+    pollMs,
+  };
+}

@@ -1,0 +1,256 @@
+/** The shipped worker as a child process, its /metrics and its memory, sampled over time. */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createWriteStream, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { cpuSeconds, memoryMb, stackEnv } from './stack.js';
+
+export interface WorkerMetricsSample {
+  /** ms since the worker was spawned. */
+  readonly t: number;
+  /** Records done (every outcome). */
+  readonly done: number;
+  readonly byOutcome: Readonly<Record<string, number>>;
+  readonly inFlight: number;
+  readonly lag: number;
+  readonly rssMb: number;
+  readonly hwmMb: number;
+  /** CPU seconds used so far, per process: the worker and each server of the stack. */
+  readonly cpu: Readonly<Record<string, number>>;
+}
+
+/** process.memoryUsage() of the worker, from the preloaded memory probe (bytes). */
+export interface MemoryBreakdown {
+  readonly t: number;
+  readonly rss: number;
+  readonly heapTotal: number;
+  readonly heapUsed: number;
+  readonly external: number;
+  readonly arrayBuffers: number;
+}
+
+const PROBE = new URL('./memory-probe.mjs', import.meta.url).href;
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => resolve(typeof addr === 'object' && addr ? addr.port : 0));
+    });
+  });
+}
+
+/** Sums prom-client text lines by metric name (and, for records done, by outcome). */
+export function parseMetrics(text: string): {
+  done: number;
+  byOutcome: Record<string, number>;
+  inFlight: number;
+  lag: number;
+} {
+  let done = 0;
+  let inFlight = 0;
+  let lag = 0;
+  const byOutcome: Record<string, number> = {};
+  for (const line of text.split('\n')) {
+    if (line.startsWith('#') || line === '') continue;
+    const m = /^([a-z_]+)(\{[^}]*\})?\s+([0-9.eE+-]+|NaN)$/.exec(line);
+    if (!m) continue;
+    const value = Number(m[3]);
+    if (m[1] === 'rxingest_records_done_total') {
+      done += value;
+      const outcome = /outcome="([^"]+)"/.exec(m[2] ?? '')?.[1] ?? '?';
+      byOutcome[outcome] = (byOutcome[outcome] ?? 0) + value;
+    } else if (m[1] === 'rxingest_in_flight') inFlight += value;
+    else if (m[1] === 'rxingest_consumer_lag') lag += value;
+  }
+  return { done, byOutcome, inFlight, lag };
+}
+
+export interface BenchWorkerOptions {
+  readonly name: string;
+  readonly env: Record<string, string>;
+  readonly logDir: string;
+  /** Write a CPU profile (node --cpu-prof) into this directory when the worker exits. */
+  readonly cpuProfDir?: string;
+  /** How to start the worker: default `dist/cli/main.js` if built, else `--import tsx src/cli/main.ts`. */
+  readonly entry?: readonly string[];
+  /** Extra node flags (diagnostics only, e.g. a heap limit). */
+  readonly nodeFlags?: readonly string[];
+  /** The stack's server pids, for CPU accounting alongside the worker. */
+  readonly stackPids: Readonly<Record<string, number | undefined>>;
+  readonly sampleMs?: number;
+}
+
+/**
+ * Runs `node dist/cli/main.js worker` (what `npm start` runs) with the given environment, and
+ * samples its /metrics, its RSS and the CPU time of it and the stack every `sampleMs`.
+ */
+export class BenchWorker {
+  readonly child: ChildProcess;
+  readonly samples: WorkerMetricsSample[] = [];
+  readonly exited: Promise<number | string>;
+  readonly spawnedAt = performance.now();
+  private timer: NodeJS.Timeout | undefined;
+  private sampling = false;
+  private exitCode: number | string | undefined;
+  private readonly memoryFile: string;
+
+  private constructor(
+    private readonly opts: BenchWorkerOptions,
+    private readonly port: number,
+  ) {
+    mkdirSync(opts.logDir, { recursive: true });
+    const log = createWriteStream(join(opts.logDir, `${opts.name}.log`));
+    const entry =
+      opts.entry ??
+      (existsSync('dist/cli/main.js') ? ['dist/cli/main.js'] : ['--import', 'tsx', 'src/cli/main.ts']);
+    const prof = opts.cpuProfDir
+      ? ['--cpu-prof', `--cpu-prof-dir=${opts.cpuProfDir}`, `--cpu-prof-name=${opts.name}.cpuprofile`]
+      : [];
+    this.memoryFile = join(opts.logDir, `${opts.name}.memory.jsonl`);
+    this.child = spawn(
+      process.execPath,
+      [...prof, ...(opts.nodeFlags ?? []), '--import', PROBE, ...entry, 'worker'],
+      {
+        env: {
+          ...process.env,
+          BENCH_MEMORY_FILE: this.memoryFile,
+          KAFKA_BROKERS: stackEnv.kafkaBrokers,
+          ES_NODE: stackEnv.esNode,
+          REDIS_URL: stackEnv.redisUrl,
+          LOG_LEVEL: 'warn',
+          METRICS_PORT: String(port),
+          ...opts.env,
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    this.child.stdout?.pipe(log);
+    this.child.stderr?.pipe(log);
+    this.exited = new Promise((resolve) => {
+      this.child.on('exit', (code, signal) => {
+        this.exitCode = code ?? signal ?? 'unknown';
+        resolve(this.exitCode);
+      });
+    });
+    this.timer = setInterval(() => void this.sample(), opts.sampleMs ?? 250);
+  }
+
+  static async start(opts: BenchWorkerOptions): Promise<BenchWorker> {
+    return new BenchWorker(opts, await freePort());
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  get last(): WorkerMetricsSample | undefined {
+    return this.samples.at(-1);
+  }
+
+  async metrics(): Promise<ReturnType<typeof parseMetrics> | undefined> {
+    try {
+      const res = await fetch(`http://127.0.0.1:${this.port}/metrics`, {
+        signal: AbortSignal.timeout(2_000),
+      });
+      return res.ok ? parseMetrics(await res.text()) : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async sample(): Promise<void> {
+    if (this.sampling || this.exitCode !== undefined) return;
+    this.sampling = true;
+    try {
+      const m = await this.metrics();
+      const mem = memoryMb(this.pid);
+      if (!m || !mem) return;
+      const cpu: Record<string, number> = { worker: cpuSeconds(this.pid) ?? Number.NaN };
+      for (const [name, pid] of Object.entries(this.opts.stackPids)) {
+        if (pid !== undefined) cpu[name] = cpuSeconds(pid) ?? Number.NaN;
+      }
+      cpu['bench (this process)'] = cpuSeconds(process.pid) ?? Number.NaN;
+      this.samples.push({
+        t: performance.now() - this.spawnedAt,
+        done: m.done,
+        byOutcome: m.byOutcome,
+        inFlight: m.inFlight,
+        lag: m.lag,
+        rssMb: mem.rss,
+        hwmMb: mem.hwm,
+        cpu,
+      });
+    } finally {
+      this.sampling = false;
+    }
+  }
+
+  /** Waits until `done` reaches `count` (true), the worker exits or the timeout passes (false). */
+  async waitForDone(count: number, timeoutMs: number): Promise<boolean> {
+    const deadline = performance.now() + timeoutMs;
+    while (performance.now() < deadline) {
+      if (this.exitCode !== undefined)
+        throw new Error(`worker ${this.opts.name} exited (${this.exitCode}); see its log`);
+      if ((this.last?.done ?? 0) >= count) return true;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return false;
+  }
+
+  /** The first sample at which `done` reached `count`, interpolated between samples (ms since spawn). */
+  timeOfDone(count: number): number | undefined {
+    for (let i = 0; i < this.samples.length; i++) {
+      const s = this.samples[i]!;
+      if (s.done >= count) {
+        const p = this.samples[i - 1];
+        if (!p || s.done === p.done) return s.t;
+        return p.t + ((count - p.done) / (s.done - p.done)) * (s.t - p.t);
+      }
+    }
+    return undefined;
+  }
+
+  /** SIGTERM (drain and commit), SIGKILL after the timeout. Returns the exit code. */
+  async stop(timeoutMs = 30_000): Promise<number | string> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.sample();
+    if (this.exitCode !== undefined) return this.exitCode;
+    this.child.kill('SIGTERM');
+    const t = setTimeout(() => this.child.kill('SIGKILL'), timeoutMs);
+    const code = await this.exited;
+    clearTimeout(t);
+    return code;
+  }
+
+  /** The memory probe's sample with the highest RSS: what the resident memory was made of. */
+  memoryAtPeak(): MemoryBreakdown | undefined {
+    try {
+      const lines = readFileSync(this.memoryFile, 'utf8').split('\n').filter(Boolean);
+      let best: MemoryBreakdown | undefined;
+      for (const l of lines) {
+        const m = JSON.parse(l) as MemoryBreakdown;
+        if (!best || m.rss > best.rss) best = m;
+      }
+      return best;
+    } catch {
+      return undefined;
+    }
+  }
+
+  peakRssMb(): number {
+    return Math.max(0, ...this.samples.map((s) => Math.max(s.rssMb, s.hwmMb)));
+  }
+}
+
+/** CPU seconds each process used between two samples, and as a share of the machine's cores. */
+export function cpuBetween(a: WorkerMetricsSample, b: WorkerMetricsSample, cores: number) {
+  const seconds = (b.t - a.t) / 1000;
+  return Object.keys(b.cpu).map((name) => {
+    const used = (b.cpu[name] ?? Number.NaN) - (a.cpu[name] ?? Number.NaN);
+    return { name, cpuSeconds: used, cores: used / seconds, shareOfMachine: used / seconds / cores };
+  });
+}

@@ -1,0 +1,165 @@
+/**
+ * `npm run bench`: every benchmark, side by side with its baselines, in one command.
+ *
+ *   npm run bench                       the full suite (≤ 15 min on a 2-core machine)
+ *   npm run bench -- --quick            short durations: a smoke run (≤ 2 min)
+ *   npm run bench -- --only graph,kata  a subset: graph, kata, e2e, sweep, burst
+ *   npm run bench -- --no-build         run the worker from src through tsx instead of building dist/
+ *
+ * Prints a table per benchmark and writes bench/results/latest.md, index.html, latest.json and
+ * the plots (SVG). Benchmarks measure and report: the exit code is 0 whatever the numbers are,
+ * and non-zero only if a benchmark could not run.
+ */
+import { execFile } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { endToEndBenchmarks } from './e2e.js';
+import { graphBenchmark } from './graph.js';
+import { kataBenchmark } from './kata.js';
+import { type MachineInfo, writeResults } from './lib/output.js';
+import { type Section, targetsTable, textTable } from './lib/report.js';
+
+const ALL = ['graph', 'kata', 'e2e', 'sweep', 'burst'] as const;
+
+const USAGE = `usage: npm run bench [-- --quick] [--only graph,kata,e2e,sweep,burst] [--no-build]
+  --quick     short durations (a smoke run, about 2 minutes)
+  --only      a subset; sweep and burst run e2e first (they need its rate)
+  --no-build  run the worker through tsx instead of building dist/
+Writes bench/results/latest.md, index.html, latest.json and SVG plots.
+`;
+
+function parseArgs(argv: string[]) {
+  let quick = false;
+  let build = true;
+  let only = new Set<string>(ALL);
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--quick') quick = true;
+    else if (a === '--no-build') build = false;
+    else if (a === '--only' || a.startsWith('--only=')) {
+      const v = a.includes('=') ? a.slice(a.indexOf('=') + 1) : argv[++i];
+      if (!v) throw new Error('--only needs a list, e.g. --only graph,kata');
+      only = new Set(
+        v
+          .split(',')
+          .map((x) => x.trim())
+          .filter(Boolean),
+      );
+      const bad = [...only].filter((x) => !(ALL as readonly string[]).includes(x));
+      if (bad.length > 0)
+        throw new Error(`--only: unknown benchmark(s) ${bad.join(', ')}; known: ${ALL.join(', ')}`);
+    } else if (a === '--help' || a === '-h') {
+      process.stdout.write(USAGE);
+      process.exit(0);
+    } else throw new Error(`unknown argument ${a} (try --help)`);
+  }
+  return { quick, build, only };
+}
+
+function cpuModel(): string {
+  try {
+    const m = /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'));
+    if (m) return m[1]!.trim();
+  } catch {
+    // not Linux
+  }
+  return cpus()[0]?.model ?? 'unknown CPU';
+}
+
+async function main(): Promise<void> {
+  const { quick, build, only } = parseArgs(process.argv.slice(2));
+  const started = performance.now();
+  const budgetMs = (quick ? 115 : 870) * 1000;
+  const resultsDir = join(process.cwd(), 'bench', 'results');
+  mkdirSync(resultsDir, { recursive: true });
+  const loadBefore = loadavg();
+  const cores = availableParallelism();
+  const log = (line: string) => process.stdout.write(`${line}\n`);
+  const sections: Section[] = [];
+  const show = (s: Section) => {
+    log(`\n== ${s.title}`);
+    for (const t of s.tables) log(`\n${textTable(t)}`);
+    if (s.targets.length > 0) log(`\n${textTable(targetsTable(s.targets))}`);
+    log('');
+  };
+
+  log(
+    `rxingest benchmarks${quick ? ' (quick)' : ''}: ${[...only].join(', ')} · ${cores} cores · Node ${process.version}`,
+  );
+  if ((globalThis as { gc?: unknown }).gc === undefined)
+    log('  (run with --expose-gc for steadier graph numbers; npm run bench does)');
+
+  if (only.has('graph')) {
+    log('\n[1/5] graph overhead …');
+    const s = await graphBenchmark({ quick, resultsDir });
+    sections.push(s);
+    show(s);
+  }
+  if (only.has('kata')) {
+    log('\n[2/5] the kata …');
+    const s = await kataBenchmark({ quick });
+    sections.push(s);
+    show(s);
+  }
+  if (only.has('e2e') || only.has('sweep') || only.has('burst')) {
+    log('\n[3-5/5] end to end on the local stack …');
+    let workerEntry: string[] | undefined;
+    if (build) {
+      try {
+        await promisify(execFile)('npm', ['run', '--silent', 'build'], { maxBuffer: 16 * 1024 * 1024 });
+        workerEntry = ['dist/cli/main.js'];
+        log('  built dist/ (npm run build): the worker runs as shipped, node dist/cli/main.js worker');
+      } catch (err) {
+        log(
+          `  npm run build failed (${(err as Error).message.split('\n')[0]}); running the worker through tsx`,
+        );
+        workerEntry = ['--import', 'tsx', 'src/cli/main.ts'];
+      }
+    } else workerEntry = ['--import', 'tsx', 'src/cli/main.ts'];
+    const e2e = await endToEndBenchmarks({
+      quick,
+      resultsDir,
+      only,
+      deadline: started + budgetMs,
+      cores,
+      log,
+      workerEntry,
+    });
+    for (const s of e2e) {
+      sections.push(s);
+      show(s);
+    }
+  }
+
+  const git = await promisify(execFile)('git', ['describe', '--always', '--dirty'])
+    .then((r) => r.stdout.trim())
+    .catch(() => 'unknown');
+  const machine: MachineInfo = {
+    commit: git,
+    date: new Date().toISOString().replace('T', ' ').slice(0, 16) + ' UTC',
+    cores,
+    cpuModel: cpuModel(),
+    memoryGb: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+    platform: `${process.platform} ${process.arch}`,
+    loadBefore,
+    loadAfter: loadavg(),
+    command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
+    durationS: (performance.now() - started) / 1000,
+  };
+  const files = await writeResults(resultsDir, machine, sections);
+  const targets = sections.flatMap((s) => s.targets);
+  log('== Targets');
+  log(textTable(targetsTable(targets)));
+  log(`\nwrote bench/results/{${files.join(',')}} in ${Math.round(machine.durationS)} s`);
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    process.stderr.write(`bench failed: ${(err as Error).stack ?? err}\n`);
+    process.exit(1);
+  },
+);
