@@ -149,7 +149,7 @@ describe('loadConfig: settings that depend on each other', () => {
   });
 
   it('rejects the default LOW_WATER above a lowered HIGH_WATER', () => {
-    expect(configError(() => loadConfig({ HIGH_WATER: '2000' }, noFile)).message).toMatch(/^LOW_WATER=2500 /);
+    expect(configError(() => loadConfig({ HIGH_WATER: '800' }, noFile)).message).toMatch(/^LOW_WATER=1000 /);
   });
 
   it('rejects RETRY_MAX_MS below RETRY_BASE_MS', () => {
