@@ -7,7 +7,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProducer } from '../../src/generator/produce.js';
 import { planWorkload, type WorkloadRecord } from '../../src/generator/workload.js';
 import { type ExpectedState, expectedState } from '../support/expected-state.js';
-import { createTopics, esClient, kafkaClient, stackEnv, uniqueName, waitFor } from '../support/stack.js';
+import {
+  createTopics,
+  esClient,
+  kafkaClient,
+  readCommitted,
+  stackEnv,
+  uniqueName,
+  waitFor,
+} from '../support/stack.js';
 import { spawnWorker } from '../support/worker-process.js';
 
 const PARTITIONS = 8;
@@ -129,31 +137,6 @@ describe('worker end to end', () => {
     return committed[0]!.partitions.reduce((a, p) => a + Math.max(0, Number(p.offset)), 0);
   }
 
-  async function readAll(topic: string, expectedAtLeast: number) {
-    const consumer = kafka.consumer({ groupId: uniqueName('reader'), readUncommitted: false });
-    await consumer.connect();
-    await consumer.subscribe({ topic, fromBeginning: true });
-    const out: { key: string; value: Buffer | null; headers: Record<string, string> }[] = [];
-    await consumer.run({
-      eachMessage: async ({ message }) => {
-        const headers = Object.fromEntries(
-          Object.entries(message.headers ?? {}).map(([k, v]) => [k, String(v)]),
-        );
-        out.push({ key: String(message.key), value: message.value, headers });
-      },
-    });
-    const ends = await admin.fetchTopicOffsets(topic);
-    await waitFor(`${topic} read to its end`, async () => {
-      if (out.length < expectedAtLeast) return false;
-      const offsets = await admin.fetchTopicOffsets(topic);
-      return JSON.stringify(offsets) === JSON.stringify(ends);
-    });
-    // Read a little past the count we expect, so that extra records would show.
-    await new Promise((r) => setTimeout(r, 1000));
-    await consumer.disconnect();
-    return out;
-  }
-
   /** Waits until the group's committed offsets reach every partition's end, then checks the contract. */
   async function assertContractOnceDone(
     names: Awaited<ReturnType<typeof setup>>['names'],
@@ -190,7 +173,7 @@ describe('worker end to end', () => {
     }
 
     // Triggers: each matching event exactly once (read_committed).
-    const triggers = await readAll(names.triggers, expected.triggers.size);
+    const triggers = await readCommitted(names.triggers);
     const ids = triggers.map((t) => JSON.parse(String(t.value)).id as string);
     expect(ids.length).toBe(expected.triggers.size);
     expect(new Set(ids).size).toBe(ids.length);
@@ -201,7 +184,7 @@ describe('worker end to end', () => {
     }
 
     // Dead letters: every poison message, with its bytes and the contract headers.
-    const dlq = await readAll(names.dlq, expected.poison.length);
+    const dlq = await readCommitted(names.dlq);
     expect(dlq.length).toBe(expected.poison.length);
     const dlqValues = dlq.map((d) => (d.value === null ? 'null' : d.value.toString('base64'))).sort();
     const poisonValues = expected.poison

@@ -11,10 +11,34 @@ const servers = async (): Promise<Set<string>> => {
 };
 
 /**
+ * kcat (librdkafka) is the integration tests' independent Kafka reader. As root (CI, these
+ * machines) it is installed from Debian's packages when missing; otherwise say how.
+ */
+async function ensureKcat(): Promise<void> {
+  try {
+    await run('kcat', ['-V']);
+    return;
+  } catch {}
+  if (process.getuid?.() !== 0) {
+    throw new Error(
+      'the integration tests need kcat (Debian/Ubuntu: apt-get install kcat; macOS: brew install kcat)',
+    );
+  }
+  await run(
+    'bash',
+    ['-c', 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat'],
+    {
+      timeout: 10 * 60_000,
+    },
+  );
+}
+
+/**
  * Brings the real local stack up when it is not already running, and on teardown
  * stops exactly the servers this run started: the stack is left as it was found.
  */
 export default async function setup(): Promise<() => Promise<void>> {
+  await ensureKcat();
   const before = await servers();
   try {
     await stack('up');

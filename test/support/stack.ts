@@ -1,7 +1,11 @@
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { promisify } from 'node:util';
 import { Client } from '@elastic/elasticsearch';
 import { Redis } from 'ioredis';
 import { Kafka, logLevel } from 'kafkajs';
+
+const run = promisify(execFile);
 
 /** Where the local stack listens (the same settings scripts/stack.sh reads). */
 export const stackEnv = {
@@ -53,4 +57,71 @@ export async function waitFor<T>(
     }
     await new Promise((r) => setTimeout(r, intervalMs));
   }
+}
+
+export interface ReadRecord {
+  key: string | null;
+  value: Buffer | null;
+  headers: Record<string, string>;
+}
+
+/**
+ * Reads a whole topic, read_committed, with kcat (librdkafka): a Kafka client other than
+ * the worker's, as the contract's outside checks use. kafkajs's own read_committed
+ * filtering lets some records of aborted transactions through (seen here after a SIGKILL),
+ * so it cannot be the judge of exactly-once. Two passes: JSON for headers, and a
+ * length-prefixed raw format for the exact key and value bytes (JSON mangles non-UTF-8).
+ */
+export async function readCommitted(topic: string): Promise<ReadRecord[]> {
+  const kcat = (format: string[]) =>
+    run(
+      'kcat',
+      [
+        '-C',
+        '-b',
+        stackEnv.kafkaBrokers,
+        '-t',
+        topic,
+        '-e',
+        '-q',
+        '-X',
+        'isolation.level=read_committed',
+        ...format,
+      ],
+      { maxBuffer: 1024 * 1024 * 1024, encoding: 'buffer' },
+    );
+  const [json, raw] = await Promise.all([kcat(['-J']), kcat(['-f', '%p %o %K %S\n%k%s\n'])]);
+
+  const bytes = new Map<string, { key: Buffer | null; value: Buffer | null }>();
+  const out = raw.stdout;
+  for (let at = 0; at < out.length; ) {
+    const eol = out.indexOf(0x0a, at);
+    const [p, o, k, v] = out.subarray(at, eol).toString('latin1').split(' ').map(Number) as [
+      number,
+      number,
+      number,
+      number,
+    ];
+    let pos = eol + 1;
+    const key = k >= 0 ? out.subarray(pos, pos + k) : null;
+    pos += Math.max(k, 0);
+    const value = v >= 0 ? out.subarray(pos, pos + v) : null;
+    pos += Math.max(v, 0);
+    bytes.set(`${p}:${o}`, { key, value });
+    at = pos + 1;
+  }
+
+  return json.stdout
+    .toString('utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => {
+      const m = JSON.parse(line) as { partition: number; offset: number; headers?: string[] };
+      const headers: Record<string, string> = {};
+      for (let i = 0; i + 1 < (m.headers?.length ?? 0); i += 2) headers[m.headers![i]!] = m.headers![i + 1]!;
+      const b = bytes.get(`${m.partition}:${m.offset}`);
+      if (b === undefined)
+        throw new Error(`kcat: ${topic} ${m.partition}:${m.offset} missing from the raw pass`);
+      return { key: b.key?.toString('utf8') ?? null, value: b.value, headers };
+    });
 }
