@@ -145,7 +145,10 @@ export function demoCommand(): Command {
       say(
         `  Elasticsearch ${config.elasticsearch.profilesIndex.padEnd(18)} ${await count(config.elasticsearch.profilesIndex)} documents`,
       );
-      say(`  check: curl -s '${config.elasticsearch.node}/${config.elasticsearch.eventsIndex}/_count'`);
+      say(
+        `  (index totals include earlier runs)  check: curl -s '${config.elasticsearch.node}/${config.elasticsearch.eventsIndex}/_count'`,
+      );
+      say('  the local stack is still up: npm run stack:down stops it');
       await es.close();
       await admin.disconnect();
       process.exit(0);
