@@ -15,6 +15,8 @@ export interface Config {
     readonly triggersTopic: string;
     readonly sessionTimeoutMs: number;
     readonly fromBeginning: boolean;
+    /** How long start-up waits for missing input topics before it fails. */
+    readonly topicWaitMs: number;
     /** Most bytes one fetch brings per partition: with HIGH_WATER, what bounds a partition's memory. */
     readonly maxBytesPerPartition: number;
   };
@@ -140,6 +142,7 @@ const schema = {
   KAFKA_CLIENT_ID: [z.string().trim().min(1, 'a non-empty client id'), 'rxingest'],
   KAFKA_SESSION_TIMEOUT_MS: [int(6_000, 300_000), '30000'],
   KAFKA_FROM_BEGINNING: [bool, 'true'],
+  KAFKA_TOPIC_WAIT_MS: [int(0, 3_600_000), '30000'],
   KAFKA_MAX_BYTES_PER_PARTITION: [int(1024, 100 * 1024 * 1024), String(256 * 1024)],
   DLQ_TOPIC: [topicName, 'ingest.dlq'],
   TRIGGERS_TOPIC: [topicName, 'ingest.triggers'],
@@ -276,6 +279,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, read?: (p: stri
       sessionTimeoutMs: r.KAFKA_SESSION_TIMEOUT_MS,
       fromBeginning: r.KAFKA_FROM_BEGINNING,
       maxBytesPerPartition: r.KAFKA_MAX_BYTES_PER_PARTITION,
+      topicWaitMs: r.KAFKA_TOPIC_WAIT_MS,
     },
     elasticsearch: {
       node: r.ES_NODE,

@@ -8,11 +8,22 @@ import type { Config } from '../config/config.js';
  * room for the largest record a source topic may hold.
  */
 export async function ensureTopics(admin: Admin, cfg: Config['kafka'], log: Logger): Promise<void> {
-  const existing = new Set(await admin.listTopics());
-  const missing = cfg.topics.filter((t) => !existing.has(t));
+  // Input topics may be created by another job started alongside the worker: wait a while.
+  const deadline = Date.now() + cfg.topicWaitMs;
+  let existing = new Set(await admin.listTopics());
+  let missing = cfg.topics.filter((t) => !existing.has(t));
+  if (missing.length > 0 && cfg.topicWaitMs > 0) {
+    log.warn({ missing, waitMs: cfg.topicWaitMs }, 'input topics do not exist yet; waiting for them');
+  }
+  while (missing.length > 0 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, Math.min(1_000, cfg.topicWaitMs)));
+    existing = new Set(await admin.listTopics());
+    missing = cfg.topics.filter((t) => !existing.has(t));
+  }
   if (missing.length > 0) {
     throw new Error(
-      `INGEST_TOPICS: topic(s) ${missing.join(', ')} do not exist on ${cfg.brokers.join(',')}; create them first`,
+      `INGEST_TOPICS: topic(s) ${missing.join(', ')} do not exist on ${cfg.brokers.join(',')} ` +
+        `(waited ${cfg.topicWaitMs} ms, KAFKA_TOPIC_WAIT_MS); create them first`,
     );
   }
   const meta = await admin.fetchTopicMetadata({ topics: cfg.topics });

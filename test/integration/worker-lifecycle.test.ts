@@ -56,11 +56,34 @@ describe('worker process', () => {
 
   it('stops with a clear error when an input topic does not exist', async () => {
     const name = uniqueName('notopic');
-    const w = spawnWorker(isolatedEnv(name), name);
+    const w = spawnWorker({ ...isolatedEnv(name), KAFKA_TOPIC_WAIT_MS: '1500' }, name);
     expect(await w.exited).toBe(1);
     expect(readFileSync(w.logFile, 'utf8')).toContain(
       `rxingest: could not start: INGEST_TOPICS: topic(s) ${name}.in do not exist`,
     );
+  });
+
+  it('waits for an input topic that is created after it starts', async () => {
+    const name = uniqueName('latetopic');
+    const env = isolatedEnv(name);
+    const w = spawnWorker(env, name);
+    try {
+      await waitFor('the worker to say it waits', () =>
+        readFileSync(w.logFile, 'utf8').includes('waiting for them'),
+      );
+      await createTopics([{ topic: env.INGEST_TOPICS!, numPartitions: 1 }]);
+      await produce(env.INGEST_TOPICS!, 100, 41);
+      await waitFor(
+        'all 100 committed',
+        async () => (await committedTotal(env.INGEST_TOPICS!, env.INGEST_GROUP!)) === 100,
+        {
+          timeoutMs: 60_000,
+        },
+      );
+    } finally {
+      w.child.kill('SIGTERM');
+      expect(await w.exited).toBe(0);
+    }
   });
 
   it('drains on SIGTERM: exits 0 with everything it took in committed', async () => {

@@ -90,6 +90,7 @@ describe('loadConfig: a bad value is one line naming the variable, the value and
     ['KAFKA_CLIENT_ID', ' ', 'a non-empty client id'],
     ['KAFKA_SESSION_TIMEOUT_MS', '1000', 'a whole number from 6000 to 300000'],
     ['KAFKA_FROM_BEGINNING', 'yes', 'true or false'],
+    ['KAFKA_TOPIC_WAIT_MS', 'soon', 'a whole number from 0 to 3600000'],
     ['KAFKA_MAX_BYTES_PER_PARTITION', '12', 'a whole number from 1024'],
     ['DLQ_TOPIC', 'dead letters', 'a Kafka topic name'],
     ['TRIGGERS_TOPIC', 'triggers/all', 'a Kafka topic name'],
