@@ -80,13 +80,20 @@ java_home_for_es() {
 
 # ---------------------------------------------------------------- Kafka
 kafka_libs="$CACHE/kafka-$KAFKA_VERSION/libs"
+# Kafka 4.x logs with log4j2 instead of log4j 1 (reload4j): its own pom (the log4j2
+# binding) and log config. 3.x keeps kafka-pom.xml and kafka-log4j.properties.
+if [ "${KAFKA_VERSION%%.*}" -ge 4 ] 2>/dev/null; then
+  kafka_pom=kafka4-pom.xml kafka_logcfg=kafka4-log4j2.properties kafka_logprop=log4j2.configurationFile
+else
+  kafka_pom=kafka-pom.xml kafka_logcfg=kafka-log4j.properties kafka_logprop=log4j.configuration
+fi
 kafka_fetch() {
   [ -f "$kafka_libs/.complete" ] && return 0
   command -v mvn >/dev/null || die "Kafka: Maven (mvn) is needed to fetch the broker jars from Maven Central"
   say "fetching Kafka $KAFKA_VERSION jars from Maven Central into $kafka_libs"
   mkdir -p "$kafka_libs"
   local pomdir; pomdir=$(mktemp -d)
-  sed "s/@KAFKA_VERSION@/$KAFKA_VERSION/" "$here/scripts/stack/kafka-pom.xml" > "$pomdir/pom.xml"
+  sed "s/@KAFKA_VERSION@/$KAFKA_VERSION/" "$here/scripts/stack/$kafka_pom" > "$pomdir/pom.xml"
   if ! mvn -q -f "$pomdir/pom.xml" dependency:copy-dependencies -DincludeScope=runtime \
       -DoutputDirectory="$kafka_libs" > "$pomdir/mvn.log" 2>&1; then
     fail_with Kafka "Maven could not fetch kafka_2.13:$KAFKA_VERSION" "$pomdir/mvn.log"
@@ -103,11 +110,14 @@ kafka_up() {
   mkdir -p "$dir/data" "$LOGS"
   sed -e "s|@KAFKA_PORT@|$KAFKA_PORT|g" -e "s|@CONTROLLER_PORT@|$KAFKA_CONTROLLER_PORT|g" \
       -e "s|@DATA@|$dir/data|g" "$here/scripts/stack/kafka-server.properties.tmpl" > "$cfg"
-  cp "$here/scripts/stack/kafka-log4j.properties" "$dir/log4j.properties"
-  local cp="$kafka_libs/*"
-  local jopts=(-Xms512m -Xmx1g -XX:+UseG1GC -Djava.awt.headless=true -Dlog4j.configuration="file:$dir/log4j.properties")
+  local cp="$kafka_libs/*" logcfg="$dir/log4j.properties" toolopts=()
+  [ "$kafka_pom" = kafka-pom.xml ] || logcfg="$dir/log4j2.properties"
+  cp "$here/scripts/stack/$kafka_logcfg" "$logcfg"
+  local jopts=(-Xms512m -Xmx1g -XX:+UseG1GC -Djava.awt.headless=true -D$kafka_logprop="file:$logcfg")
+  # log4j2 without a config complains on stderr (into the log); give the tool ours.
+  [ "$kafka_pom" = kafka-pom.xml ] || toolopts=(-D$kafka_logprop="file:$logcfg")
   if [ ! -f "$dir/data/meta.properties" ]; then
-    local id; id=$(java -cp "$cp" kafka.tools.StorageTool random-uuid 2>>"$log")
+    local id; id=$(java "${toolopts[@]}" -cp "$cp" kafka.tools.StorageTool random-uuid 2>>"$log")
     java "${jopts[@]}" -cp "$cp" kafka.tools.StorageTool format -t "$id" -c "$cfg" >>"$log" 2>&1 \
       || fail_with Kafka "formatting the KRaft storage failed" "$log"
   fi
