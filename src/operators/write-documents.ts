@@ -32,7 +32,9 @@ export function writeDocuments(
       if (e.envelope.message.type === 'event') events.push(i);
       else {
         const c = e.envelope.message.clientId;
-        profilesByClient.set(c, [...(profilesByClient.get(c) ?? []), i]);
+        const idx = profilesByClient.get(c);
+        if (idx === undefined) profilesByClient.set(c, [i]);
+        else idx.push(i);
       }
     });
 

@@ -96,7 +96,11 @@ export class TransactionalCommitter implements CommitSink {
       // broker measures against max.message.bytes: keep each request's records small.
       for (const chunk of chunksOf(records, CHUNK_BYTES)) {
         const byTopic = new Map<string, OutRecord[]>();
-        for (const r of chunk) byTopic.set(r.topic, [...(byTopic.get(r.topic) ?? []), r]);
+        for (const r of chunk) {
+          const rs = byTopic.get(r.topic);
+          if (rs === undefined) byTopic.set(r.topic, [r]);
+          else rs.push(r);
+        }
         await tx.sendBatch({
           acks: -1,
           topicMessages: [...byTopic].map(([t, rs]) => ({

@@ -137,6 +137,18 @@ describe('worker end to end', () => {
     return committed[0]!.partitions.reduce((a, p) => a + Math.max(0, Number(p.offset)), 0);
   }
 
+  /** Waits until about a third of the 20,000 records are committed: the moment to disturb a worker. */
+  async function aThirdCommitted(names: Awaited<ReturnType<typeof setup>>['names']) {
+    await waitFor(
+      'a third of the records committed',
+      async () => (await committedTotal(names.topic, names.group)) > 6_000,
+      {
+        timeoutMs: 60_000,
+        intervalMs: 100,
+      },
+    );
+  }
+
   /** Waits until the group's committed offsets reach every partition's end, then checks the contract. */
   async function assertContractOnceDone(
     names: Awaited<ReturnType<typeof setup>>['names'],
@@ -228,14 +240,7 @@ describe('worker end to end', () => {
       { rules: RULES },
     );
     // Kill it while work is committed in part: some triggers out, some not yet.
-    await waitFor(
-      'a third of the records committed',
-      async () => (await committedTotal(names.topic, names.group)) > 6_000,
-      {
-        timeoutMs: 60_000,
-        intervalMs: 100,
-      },
-    );
+    await aThirdCommitted(names);
     first.child.kill('SIGKILL');
     expect(await first.exited).toBe('SIGKILL');
     const before = await committedTotal(names.topic, names.group);
@@ -260,14 +265,7 @@ describe('worker end to end', () => {
         sent.map((r) => r.value),
         { rules: RULES },
       );
-      await waitFor(
-        'a third of the records committed',
-        async () => (await committedTotal(names.topic, names.group)) > 6_000,
-        {
-          timeoutMs: 60_000,
-          intervalMs: 100,
-        },
-      );
+      await aThirdCommitted(names);
       // A leaves cleanly mid-run: its partitions move to B, whose producers fence A's.
       a.child.kill('SIGTERM');
       expect(await a.exited).toBe(0);
