@@ -51,7 +51,11 @@ export interface GraphSettings {
   readonly commitEvery: number;
   readonly retryBaseMs: number;
   readonly retryMaxMs: number;
+  /** What a record with a null value (a tombstone) does (contract, "Input"). */
+  readonly tombstones: TombstonePolicy;
 }
+
+export type TombstonePolicy = 'dead-letter' | 'ignore' | 'delete';
 
 export interface TriggerRule {
   readonly id: string;
@@ -113,6 +117,18 @@ const indexName = z
     'an Elasticsearch index name (lowercase letters, digits, ".", "_", "-")',
   );
 
+/**
+ * An index name, or for events a date pattern chosen by the event's own `ts` (UTC):
+ * `events-{yyyy.MM.dd}`, `events-{yyyy.MM}`, `events-{yyyy}` (contract, "Output: Elasticsearch").
+ */
+const eventsIndexName = z
+  .string()
+  .trim()
+  .regex(
+    /^[a-z0-9][a-z0-9._-]{0,200}(\{(yyyy|yyyy\.MM|yyyy\.MM\.dd|yyyy-MM|yyyy-MM-dd)\}[a-z0-9._-]{0,40})?$/,
+    'an Elasticsearch index name (lowercase letters, digits, ".", "_", "-"), optionally with one date pattern such as {yyyy.MM.dd}, {yyyy.MM} or {yyyy}',
+  );
+
 const url = (protocols: string[]) =>
   z
     .string()
@@ -150,7 +166,7 @@ const schema = {
   ES_NODE: [url(['http:', 'https:']), 'http://localhost:9200'],
   ES_REQUEST_TIMEOUT_MS: [int(100, 600_000), '30000'],
   PROFILES_INDEX: [indexName, 'profiles'],
-  EVENTS_INDEX: [indexName, 'events'],
+  EVENTS_INDEX: [eventsIndexName, 'events'],
   REDIS_URL: [url(['redis:', 'rediss:']), 'redis://localhost:6379'],
   REDIS_KEY_PREFIX: [z.string(), 'rxingest:processed:'],
   PROCESSED_TTL_MS: [int(1_000, 365 * 24 * 3_600_000), String(7 * 24 * 3_600_000)],
@@ -165,6 +181,10 @@ const schema = {
   COMMIT_EVERY: [int(1, 1_000_000), '5000'],
   RETRY_BASE_MS: [int(1, 60_000), '100'],
   RETRY_MAX_MS: [int(1, 600_000), '10000'],
+  TOMBSTONES: [
+    z.enum(['dead-letter', 'ignore', 'delete'], 'one of dead-letter, ignore, delete'),
+    'dead-letter',
+  ],
   SHUTDOWN_TIMEOUT_MS: [int(0, 600_000), '30000'],
   LOG_LEVEL: [
     z.enum(
@@ -300,6 +320,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, read?: (p: stri
       commitEvery: r.COMMIT_EVERY,
       retryBaseMs: r.RETRY_BASE_MS,
       retryMaxMs: r.RETRY_MAX_MS,
+      tombstones: r.TOMBSTONES,
     },
     triggerRules: loadTriggerRules(r.TRIGGER_RULES, read),
     shutdownTimeoutMs: r.SHUTDOWN_TIMEOUT_MS,

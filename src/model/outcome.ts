@@ -1,6 +1,5 @@
-import type { Completion } from '../operators/commit-in-order.js';
-import type { OutRecord } from '../sinks/ports.js';
 import type { Envelope, ErrorClass, RawRecord } from './message.js';
+import type { OutRecord } from './out-record.js';
 
 /** What became of one record: every record ends with exactly one. */
 export type Outcome =
@@ -21,6 +20,12 @@ export interface BatchEntry {
   readonly outcome?: Outcome;
   /** Event already in Elasticsearch (409 on create): the claim decides whose it is. */
   readonly existed?: boolean;
+}
+
+/** A record that is durably done, with what must be published when its offset is committed. */
+export interface Completion<P> {
+  readonly offset: string;
+  readonly payloads: readonly P[];
 }
 
 /** A finished record, ready for the offset tracker, with what to publish when it is committed. */

@@ -1,6 +1,6 @@
 import type { TriggerRule } from '../config/config.js';
-import type { OutRecord } from '../sinks/ports.js';
 import type { ErrorClass, RawRecord, UserEvent } from './message.js';
+import type { OutRecord } from './out-record.js';
 
 /** The dead-letter record: the original key and value bytes, and why, in headers (contract). */
 export function deadLetterRecord(

@@ -6,12 +6,7 @@ import {
   type Subscription,
 } from 'rxjs';
 import type { OffsetTracker } from '../model/offset-tracker.js';
-
-/** A record that is durably done, with what must be published when its offset is committed. */
-export interface Completion<P> {
-  readonly offset: string;
-  readonly payloads: readonly P[];
-}
+import type { Completion } from '../model/outcome.js';
 
 /** Commit `offset` (last done + 1) and publish `payloads` atomically with it. */
 export interface CommitRequest<P> {

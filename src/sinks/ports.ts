@@ -1,20 +1,15 @@
 import type { ObservableInput } from 'rxjs';
+import type { OutRecord } from '../model/out-record.js';
 import type { MergedUpdate } from '../model/profile-merge.js';
 
 /**
  * The narrow interfaces between the graph and the outside world. The worker
  * plugs in Redis, Elasticsearch and Kafka (promises); marble tests and
- * benchmarks plug in the in-memory versions from `in-memory.ts`, which answer
- * synchronously so that TestScheduler's virtual time covers the whole graph.
+ * benchmarks plug in the in-memory versions from `test/support/in-memory-ports.ts`,
+ * which answer synchronously so that TestScheduler's virtual time covers the whole graph.
  */
 
-/** A record to publish to Kafka with the offset commit (triggers, dead letters). */
-export interface OutRecord {
-  readonly topic: string;
-  readonly key: Buffer | string | null;
-  readonly value: Buffer | string | null;
-  readonly headers?: Record<string, string>;
-}
+export type { OutRecord };
 
 /**
  * Remembers which message ids were processed, and by which record ("origin":

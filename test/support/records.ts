@@ -13,6 +13,7 @@ export const testSettings = (overrides: Partial<GraphSettings> = {}): GraphSetti
   commitEvery: 5_000,
   retryBaseMs: 10,
   retryMaxMs: 100,
+  tombstones: 'dead-letter',
   ...overrides,
 });
 

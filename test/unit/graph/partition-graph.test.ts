@@ -5,12 +5,12 @@ import { ingestPartition } from '../../../src/graph/partition-graph.js';
 import type { IngestMessage } from '../../../src/model/message.js';
 import { OffsetTracker } from '../../../src/model/offset-tracker.js';
 import type { RecordDone } from '../../../src/model/outcome.js';
+import type { OutRecord } from '../../../src/sinks/ports.js';
 import {
   InMemoryCommitSink,
   InMemoryDocumentStore,
   InMemoryProcessedStore,
-} from '../../../src/sinks/in-memory.js';
-import type { OutRecord } from '../../../src/sinks/ports.js';
+} from '../../support/in-memory-ports.js';
 import { recordFactory, testSettings } from '../../support/records.js';
 
 const scheduler = () => new TestScheduler((a, e) => expect(a).toEqual(e));

@@ -8,11 +8,8 @@ import {
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
 import { OffsetTracker } from '../../../src/model/offset-tracker.js';
-import {
-  type CommitRequest,
-  type Completion,
-  commitInOrder,
-} from '../../../src/operators/commit-in-order.js';
+import type { Completion } from '../../../src/model/outcome.js';
+import { type CommitRequest, commitInOrder } from '../../../src/operators/commit-in-order.js';
 
 const testScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
 const NEVER_BY_COUNT = Number.POSITIVE_INFINITY;

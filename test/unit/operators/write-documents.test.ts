@@ -7,8 +7,8 @@ import type { MergedUpdate } from '../../../src/model/profile-merge.js';
 import { claimProcessed } from '../../../src/operators/claim-processed.js';
 import { skipProcessed } from '../../../src/operators/skip-processed.js';
 import { writeDocuments } from '../../../src/operators/write-documents.js';
-import { InMemoryDocumentStore, InMemoryProcessedStore } from '../../../src/sinks/in-memory.js';
 import type { ProfileWrite } from '../../../src/sinks/ports.js';
+import { InMemoryDocumentStore, InMemoryProcessedStore } from '../../support/in-memory-ports.js';
 import { recordFactory } from '../../support/records.js';
 
 const entries = (...records: ReturnType<ReturnType<typeof recordFactory>['event']>[]): BatchEntry[] =>

@@ -1,5 +1,5 @@
 import { type Observable, of } from 'rxjs';
-import { applyUpdate, type MergedUpdate, type ProfileDocument } from '../model/profile-merge.js';
+import { applyUpdate, type MergedUpdate, type ProfileDocument } from '../../src/model/profile-merge.js';
 import type {
   CommitSink,
   DocumentStore,
@@ -8,7 +8,7 @@ import type {
   OutRecord,
   ProcessedStore,
   ProfileWrite,
-} from './ports.js';
+} from '../../src/sinks/ports.js';
 
 /**
  * In-memory versions of the ports, for marble tests and benchmarks. Each one
