@@ -20,6 +20,16 @@ export default defineConfig({
           hookTimeout: 600_000,
         },
       },
+      {
+        test: {
+          name: 'faults',
+          include: ['test/faults/**/*.test.ts'],
+          globalSetup: ['test/support/global-setup.ts'],
+          fileParallelism: false,
+          testTimeout: 20 * 60_000,
+          hookTimeout: 600_000,
+        },
+      },
     ],
   },
 });

@@ -1,39 +1,51 @@
 /**
  * Benchmark 1: graph overhead. Pre-built Kafka-like records go, from memory, through the real
  * per-partition graph into no-op sinks, and through a plain imperative loop doing the same work
- * with the same model functions (parseRecord, the windowed seen-set, OffsetTracker, mergeUpdates).
+ * with the same model functions (parseRecord, the windowed seen-set, OffsetTracker, mergeUpdates,
+ * the trigger and dead-letter builders).
  *
  * Both are measured as a ladder of cumulative stages, interleaved round by round, so that the
  * difference at each rung is what RxJS costs for that stage:
  *
  *   1 parse            parseRecords                      | parseRecord in a for loop
- *   2 + dedup          + distinctWithin                  | + createWindowedSeenSet.admit
+ *   2 + dedup          + dropRepeatsWithin               | + createWindowedSeenSet.admit
  *   3 + per-client     + enrichInOrder (inOrderPerKey)   | + a FIFO per client (Map of queues)
  *   4 + rebatch        + rebatch                         | + push / flush at batchMax
- *   5 full graph       ingestPartition (no-op sinks)     | + offsets, write stage, outcomes,
- *                                                        |   in-order commit
+ *   5 full graph       ingestPartition (no-op sinks)     | + offsets (register, complete, take,
+ *                                                        |   confirm), known-copy lookup, write
+ *                                                        |   stage, owners, outputs, commit
  */
-import { filter, from, map, type Observable, of } from 'rxjs';
+import { from, map, type Observable, of } from 'rxjs';
 import { type GraphSettings, loadConfig } from '../src/config/config.js';
 import { planBatch } from '../src/generator/workload.js';
 import { ingestPartition } from '../src/graph/partition-graph.js';
-import type { Envelope, ProfileUpdate, RawRecord, UserEvent } from '../src/model/message.js';
+import {
+  type OriginKey,
+  originKeyOf,
+  type ProfileUpdate,
+  type RawRecord,
+  type UserEvent,
+} from '../src/model/message.js';
 import { OffsetTracker } from '../src/model/offset-tracker.js';
-import { type BatchEntry, type Outcome, originOf, type RecordDone } from '../src/model/outcome.js';
+import { clientOf, decide, type Entry, type Outcome } from '../src/model/outcome.js';
 import { parseRecord } from '../src/model/parse.js';
 import { type MergedUpdate, mergeUpdates } from '../src/model/profile-merge.js';
-import { deadLetterRecord, triggerRecords } from '../src/model/records.js';
-import { createWindowedSeenSet, distinctWithin } from '../src/operators/distinct-within.js';
+import { compileTriggers, deadLetterRecord } from '../src/model/records.js';
+import { createWindowedSeenSet } from '../src/operators/distinct-within.js';
+import { dropRepeatsWithin } from '../src/operators/drop-repeats-within.js';
 import { enrichInOrder, identityEnrich } from '../src/operators/enrich-in-order.js';
 import { parseRecords } from '../src/operators/parse-records.js';
 import { rebatch } from '../src/operators/rebatch.js';
+import { createRetryPolicy } from '../src/retry/retry-policy.js';
 import type {
   CommitSink,
   DocumentStore,
   EventDocument,
+  EventKey,
   EventWrite,
+  KnownCopies,
   OutRecord,
-  ProcessedStore,
+  ProfileDelete,
   ProfileWrite,
 } from '../src/sinks/ports.js';
 import { barChart } from './lib/plot.js';
@@ -50,27 +62,36 @@ const TOPICS = { triggers: 'bench.triggers', dlq: 'bench.dlq' };
 
 // ------------------------------------------------------------------ no-op sinks
 
-const NO_MARKS: ReadonlyMap<string, string> = new Map();
+const NO_OWNERS: ReadonlyMap<string, OriginKey> = new Map();
 const CREATED: EventWrite = { status: 'created' };
 const APPLIED: ProfileWrite = { status: 'applied' };
+const DELETED: ProfileDelete = { status: 'deleted' };
 
-/** Answers at once, like the in-memory sinks, but keeps nothing: what is left is the graph. */
+/** Answer at once, like the in-memory sinks, but keep nothing: what is left is the graph. */
+const noopKnown: KnownCopies = {
+  owners: (_events: readonly EventKey[]) => of(NO_OWNERS),
+  remember: () => of(undefined),
+};
+const noopDocuments: DocumentStore = {
+  createEvents: (events: readonly EventDocument[]) => of(events.map(() => CREATED)),
+  mergeProfiles: (updates: readonly MergedUpdate[]) => of(updates.map(() => APPLIED)),
+  deleteProfiles: (clientIds: readonly string[]) => of(clientIds.map(() => DELETED)),
+};
+const noopCommits: CommitSink = { commit: () => of(true) };
 const noopGraphPorts = {
-  processed: {
-    lookup: () => of(NO_MARKS),
-    claim: (entries: readonly { id: string; origin: string }[]) => of(entries.map((e) => e.origin)),
-  } satisfies ProcessedStore,
-  documents: {
-    createEvents: (events: readonly EventDocument[]) => of(events.map(() => CREATED)),
-    mergeProfiles: (updates: readonly MergedUpdate[]) => of(updates.map(() => APPLIED)),
-  } satisfies DocumentStore,
-  commits: { commit: () => of(true) } satisfies CommitSink,
+  known: noopKnown,
+  documents: noopDocuments,
+  commits: noopCommits,
   enrich: identityEnrich,
 };
 
+/** The graph's one retry policy; nothing fails here, so it only has to exist. */
+const retryPolicy = (s: GraphSettings) => createRetryPolicy({ baseMs: s.retryBaseMs, maxMs: s.retryMaxMs });
+
 // ------------------------------------------------------------------ the Rx ladder
 
-const idOf = (e: Envelope) => e.message.id;
+/** What trackIntake does, without a tracker: the stages below 5 have no commit to keep. */
+const asEntry = (record: RawRecord, seq: number): Entry => ({ record, seq });
 
 function rxStage(level: number, records: readonly RawRecord[], s: GraphSettings): Observable<unknown> {
   const source = from(records);
@@ -80,17 +101,19 @@ function rxStage(level: number, records: readonly RawRecord[], s: GraphSettings)
       rules: [],
       topics: TOPICS,
       tracker: new OffsetTracker<OutRecord>(),
+      retry: retryPolicy(s),
     });
   }
-  const parsed = source.pipe(parseRecords(s.maxMessageBytes));
-  if (level === 1) return parsed;
-  const unique = parsed.pipe(
-    filter((p) => p.ok),
-    map((p) => p.envelope),
-    distinctWithin(idOf, s.dedupWindowMs, { onDuplicate: () => undefined }),
+  const parsed = source.pipe(
+    map(asEntry),
+    parseRecords({ maxMessageBytes: s.maxMessageBytes, tombstones: s.tombstones }),
   );
+  if (level === 1) return parsed;
+  const unique = parsed.pipe(dropRepeatsWithin(s.dedupWindowMs));
   if (level === 2) return unique;
-  const enriched = unique.pipe(enrichInOrder(identityEnrich, { idleCloseMs: s.clientIdleMs }));
+  const enriched = unique.pipe(
+    enrichInOrder(identityEnrich, { idleCloseMs: s.clientIdleMs, retry: retryPolicy(s) }),
+  );
   if (level === 3) return enriched;
   return enriched.pipe(rebatch(s.batchMax, s.batchMs));
 }
@@ -120,25 +143,36 @@ function contributes(own: ProfileUpdate, merged: MergedUpdate): boolean {
 /** The same work as the graph, as one loop: the floor. Returns what it emitted (for a sanity check). */
 export function runLoop(level: number, records: readonly RawRecord[], s: GraphSettings): number {
   const seen = createWindowedSeenSet<string>(s.dedupWindowMs, Date.now);
-  const queues = new Map<string, { items: Envelope[]; head: number }>();
+  const queues = new Map<string, { items: Entry[]; head: number }>();
   const tracker = new OffsetTracker<OutRecord>();
-  let batch: BatchEntry[] = [];
+  const triggersOf = compileTriggers(TOPICS.triggers, []);
+  // As the graph does: commit by count at most every HIGH_WATER − LOW_WATER records, so that a
+  // commit always comes before intake would pause.
+  const commitEvery = Math.max(1, Math.min(s.commitEvery, s.highWater - s.lowWater));
+  let batch: Entry[] = [];
   let emitted = 0;
   let released = 0;
   let committed = 0;
-  let payloads: OutRecord[] = [];
 
-  const done = (d: RecordDone) => {
-    const before = tracker.pending;
-    for (const p of tracker.complete(d.offset, d.payloads)) payloads.push(p);
-    released += before - tracker.pending;
-    if (released >= s.commitEvery) commit();
-  };
   const commit = () => {
-    if (tracker.commitOffset === undefined) return;
+    const next = tracker.take();
+    if (next === undefined) return;
+    // The sink answers at once: the commit is durable.
+    tracker.confirm(next.through);
     committed++;
-    payloads = [];
     released = 0;
+  };
+  // What attachOutputs and commitInOrder do for one decided entry.
+  const done = (e: Entry) => {
+    const outcome = e.outcome as Outcome;
+    let payloads: readonly OutRecord[] = [];
+    if (outcome.kind === 'dead-letter') {
+      payloads = [deadLetterRecord(TOPICS.dlq, e.record, outcome.errorClass, outcome.reason)];
+    } else if (outcome.kind === 'indexed' && e.message?.type === 'event') payloads = triggersOf(e.message);
+    const before = tracker.pending;
+    tracker.complete(e.seq, payloads);
+    released += before - tracker.pending;
+    if (released >= commitEvery) commit();
   };
 
   const flush = () => {
@@ -146,118 +180,118 @@ export function runLoop(level: number, records: readonly RawRecord[], s: GraphSe
     batch = [];
     emitted++;
     if (level < 5) return;
-    // The write stage: events created by id, profile updates merged per client.
     const out = b.slice();
+    // The known-copy lookup: the open events of the batch (nobody is known here).
+    const keys: EventKey[] = [];
+    for (const e of out) if (e.outcome === undefined && e.message?.type === 'event') keys.push(e.message);
+    for (const k of keys) NO_OWNERS.get(k.id);
+    // The write stage: events created with their origin, profile updates merged per client.
     const events: number[] = [];
     const byClient = new Map<string, number[]>();
     for (let i = 0; i < out.length; i++) {
       const e = out[i]!;
-      if (e.envelope.message.type === 'event') events.push(i);
+      if (e.outcome !== undefined || e.message === undefined) continue;
+      if (e.message.type === 'event') events.push(i);
       else {
-        const c = e.envelope.message.clientId;
+        const c = e.message.clientId;
         const list = byClient.get(c);
         if (list) list.push(i);
         else byClient.set(c, [i]);
       }
     }
-    const docs = events.map((i) => {
-      const m = out[i]!.envelope.message as UserEvent;
-      return { id: m.id, source: { clientId: m.clientId, name: m.name, ts: m.ts, data: m.data } };
+    const docs = events.map((i): EventDocument => {
+      const { record } = out[i]!;
+      const m = out[i]!.message as UserEvent;
+      return {
+        id: m.id,
+        source: {
+          clientId: m.clientId,
+          name: m.name,
+          ts: m.ts,
+          data: m.data,
+          origin: { topic: record.topic, partition: record.partition, offset: Number(record.offset) },
+        },
+      };
     });
     const groups = [...byClient.values()];
-    const merged = groups.map((idx) =>
-      mergeUpdates(idx.map((i) => out[i]!.envelope.message as ProfileUpdate)),
-    );
+    const merged = groups.map((idx) => mergeUpdates(idx.map((i) => out[i]!.message as ProfileUpdate)));
     const created = docs.map(() => CREATED);
     const applied = merged.map(() => APPLIED);
     events.forEach((i, k) => {
-      if (created[k]!.status === 'created') out[i] = { ...out[i]!, outcome: { kind: 'indexed' } };
+      if (created[k]!.status === 'created') out[i] = decide(out[i]!, { kind: 'indexed' });
     });
     groups.forEach((idx, k) => {
       for (const i of idx) {
         const e = out[i]!;
-        const kind: Outcome['kind'] =
-          applied[k]!.status !== 'applied' || !contributes(e.envelope.message as ProfileUpdate, merged[k]!)
-            ? 'stale'
-            : 'indexed';
-        out[i] = { ...e, outcome: { kind } as Outcome };
+        const stale =
+          applied[k]!.status !== 'applied' || !contributes(e.message as ProfileUpdate, merged[k]!);
+        out[i] = decide(e, { kind: stale ? 'stale' : 'indexed' });
       }
     });
-    // The claim (origins), then one RecordDone per entry, completed in order.
-    const claims = out.map((e) => ({ id: e.envelope.message.id, origin: originOf(e.envelope.record) }));
-    const owners = claims.map((c) => c.origin);
-    for (let i = 0; i < out.length; i++) {
-      const { envelope, outcome } = out[i]!;
-      const own = owners[i] === claims[i]!.origin;
-      const kind = own ? outcome!.kind : 'duplicate';
-      const p =
-        kind === 'indexed' && envelope.message.type === 'event'
-          ? triggerRecords(TOPICS.triggers, [], envelope.message)
-          : [];
-      done({ offset: envelope.record.offset, payloads: p, kind, clientId: envelope.message.clientId });
+    // The owners to remember (the no-op store keeps nothing), then outputs and offsets.
+    const owners: { event: EventKey; owner: OriginKey }[] = [];
+    for (const e of out) {
+      if (e.message?.type === 'event' && e.outcome?.kind === 'indexed') {
+        owners.push({ event: e.message, owner: originKeyOf(e.record) });
+      }
     }
+    for (const e of out) done(e);
   };
 
   for (let r = 0; r < records.length; r++) {
     const record = records[r]!;
-    if (level === 5) tracker.register(record.offset);
+    const seq = level === 5 ? tracker.register(record.offset) : r;
     const p = parseRecord(record, s.maxMessageBytes);
+    let entry: Entry;
+    if (p.ok) entry = { record, seq, message: p.message };
+    else if ('tombstone' in p) {
+      entry = decide({ record, seq }, { kind: 'dead-letter', errorClass: 'tombstone', reason: 'tombstone' });
+    } else
+      entry = decide({ record, seq }, { kind: 'dead-letter', errorClass: p.errorClass, reason: p.reason });
     if (level === 1) {
       emitted++;
       continue;
     }
-    if (!p.ok) {
-      if (level === 5) {
-        done({
-          offset: record.offset,
-          kind: 'dead-letter',
-          payloads: [deadLetterRecord(TOPICS.dlq, record, p.errorClass, p.reason)],
-        });
-      }
-      continue;
-    }
-    if (!seen.admit(p.envelope.message.id)) {
-      if (level === 5) {
-        done({
-          offset: record.offset,
-          payloads: [],
-          kind: 'duplicate',
-          clientId: p.envelope.message.clientId,
-        });
-      }
-      continue;
+    if (entry.message !== undefined && !seen.admit(entry.message.id)) {
+      entry = decide(entry, { kind: 'duplicate', by: 'window' });
     }
     if (level === 2) {
       emitted++;
       continue;
     }
-    // Per-client FIFO: enqueue, then run the client's queue in order (enrich is synchronous here).
-    const clientId = p.envelope.message.clientId;
-    let q = queues.get(clientId);
-    if (q === undefined) {
-      q = { items: [], head: 0 };
-      queues.set(clientId, q);
+    // Decided entries pass at once; open ones go through their client's FIFO (enrich is synchronous here).
+    const clientId = entry.outcome === undefined ? clientOf(entry) : undefined;
+    const ready: Entry[] = [];
+    if (clientId === undefined) ready.push(entry);
+    else {
+      let q = queues.get(clientId);
+      if (q === undefined) {
+        q = { items: [], head: 0 };
+        queues.set(clientId, q);
+      }
+      q.items.push(entry);
+      while (q.head < q.items.length) {
+        const e = q.items[q.head++]!;
+        const m = e.message!;
+        const message = identityEnrich(m) as typeof m;
+        ready.push(
+          message.id !== m.id || message.clientId !== m.clientId || message.type !== m.type
+            ? decide(e, { kind: 'dead-letter', errorClass: 'rejected', reason: 'enrich changed' })
+            : message === m
+              ? e
+              : { ...e, message },
+        );
+      }
+      q.items = [];
+      q.head = 0;
     }
-    q.items.push(p.envelope);
-    while (q.head < q.items.length) {
-      const envelope = q.items[q.head++]!;
-      const out = identityEnrich(envelope.message);
-      const message = Array.isArray(out) ? out[0]! : envelope.message;
-      const m = envelope.message;
-      const entry: BatchEntry =
-        message.id !== m.id || message.clientId !== m.clientId || message.type !== m.type
-          ? { envelope, outcome: { kind: 'dead-letter', errorClass: 'rejected', reason: 'enrich changed' } }
-          : { envelope: message === m ? envelope : { ...envelope, message } };
+    for (const e of ready) {
       if (level === 3) {
         emitted++;
         continue;
       }
-      batch.push(entry);
+      batch.push(e);
       if (batch.length >= s.batchMax) flush();
-    }
-    if (q.head === q.items.length) {
-      q.items = [];
-      q.head = 0;
     }
   }
   if (level >= 4 && batch.length > 0) flush();
@@ -269,7 +303,7 @@ export function runLoop(level: number, records: readonly RawRecord[], s: GraphSe
 
 const STAGES = [
   'parse',
-  '+ dedup (distinctWithin)',
+  '+ dedup (dropRepeatsWithin)',
   '+ per-client order (enrichInOrder)',
   '+ rebatch',
   'full graph (ingestPartition)',
@@ -379,7 +413,8 @@ export async function graphBenchmark(opts: GraphOptions): Promise<Section> {
       `median of ${rounds} interleaved rounds after one warm-up round; one Node thread; shipped graph settings ` +
       `(BATCH_MAX=${settings.batchMax}, DEDUP_WINDOW_MS=${settings.dedupWindowMs}). The no-op sinks answer ` +
       'synchronously (`of(...)`) and keep nothing. The loop uses the same model functions as the graph ' +
-      '(parseRecord, the windowed seen-set, OffsetTracker, mergeUpdates), so the difference is the cost of RxJS.',
+      '(parseRecord, the windowed seen-set, OffsetTracker, mergeUpdates, the output builders), so the difference is ' +
+      'the cost of RxJS.',
     `Parsing alone costs ${fmt(med[0]!.loop, 0)} ns/msg (JSON.parse + validation, ` +
       `${fmt((med[0]!.loop / full.loop) * 100, 0)}% of the loop's full work). ` +
       `The rest of the graph's extra ${fmt(full.rx - full.loop, 0)} ns/msg over the loop, rung by rung: ` +
@@ -389,8 +424,8 @@ export async function graphBenchmark(opts: GraphOptions): Promise<Section> {
             `${name.replace(/^\+ /, '')} +${fmt(med[i + 1]!.rx - med[i + 1]!.loop - (med[i]!.rx - med[i]!.loop), 0)}`,
         )
         .join(', ') +
-      ' ns/msg. The last rung adds the batch stages (skip processed, write, claim, triggers: a few Observables per batch) ' +
-      'and, per record, a RecordDone through the completion path and the in-order commit. On this shared machine a ' +
+      ' ns/msg. The last rung adds the intake tracker and the batch stages (known copies, write, owners, outputs, ' +
+      'outcomes: a few Observables per batch) and, per record, a Done through the in-order commit. On this shared machine a ' +
       'rung that differs by less than ~10% between runs is noise (it can even come out negative).',
     `CPU profile of the full graph (${profileFile.split('/').pop()}), self time by origin: ` +
       profile.origins

@@ -13,6 +13,8 @@ export interface Config {
     readonly topics: string[];
     readonly dlqTopic: string;
     readonly triggersTopic: string;
+    /** The compacted ledger of the highest offset ever committed per input partition. */
+    readonly progressTopic: string;
     readonly sessionTimeoutMs: number;
     readonly fromBeginning: boolean;
     /** How long start-up waits for missing input topics before it fails. */
@@ -34,6 +36,8 @@ export interface Config {
   readonly graph: GraphSettings;
   readonly triggerRules: TriggerRule[];
   readonly shutdownTimeoutMs: number;
+  /** A partition with lag or unfinished work and no commit for this long is reported stalled. */
+  readonly stallTimeoutMs: number;
   readonly logLevel: string;
   readonly metricsPort: number;
 }
@@ -162,6 +166,7 @@ const schema = {
   KAFKA_MAX_BYTES_PER_PARTITION: [int(1024, 100 * 1024 * 1024), String(256 * 1024)],
   DLQ_TOPIC: [topicName, 'ingest.dlq'],
   TRIGGERS_TOPIC: [topicName, 'ingest.triggers'],
+  PROGRESS_TOPIC: [topicName, 'ingest.progress'],
   TRIGGER_RULES: [z.string(), ''],
   ES_NODE: [url(['http:', 'https:']), 'http://localhost:9200'],
   ES_REQUEST_TIMEOUT_MS: [int(100, 600_000), '30000'],
@@ -169,7 +174,7 @@ const schema = {
   EVENTS_INDEX: [eventsIndexName, 'events'],
   REDIS_URL: [url(['redis:', 'rediss:']), 'redis://localhost:6379'],
   REDIS_KEY_PREFIX: [z.string(), 'rxingest:processed:'],
-  PROCESSED_TTL_MS: [int(1_000, 365 * 24 * 3_600_000), String(7 * 24 * 3_600_000)],
+  PROCESSED_TTL_MS: [int(1_000, 365 * 24 * 3_600_000), String(24 * 3_600_000)],
   MAX_MESSAGE_BYTES: [int(64, 100 * 1024 * 1024), String(1024 * 1024)],
   DEDUP_WINDOW_MS: [int(1, 24 * 3_600_000), '10000'],
   CLIENT_IDLE_MS: [int(1, 24 * 3_600_000), '30000'],
@@ -186,6 +191,7 @@ const schema = {
     'dead-letter',
   ],
   SHUTDOWN_TIMEOUT_MS: [int(0, 600_000), '30000'],
+  STALL_TIMEOUT_MS: [int(1_000, 24 * 3_600_000), '120000'],
   LOG_LEVEL: [
     z.enum(
       ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
@@ -281,11 +287,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, read?: (p: stri
       `RETRY_MAX_MS=${r.RETRY_MAX_MS} is invalid: expected at least RETRY_BASE_MS (${r.RETRY_BASE_MS})`,
     );
   }
-  const reserved = new Set([r.DLQ_TOPIC, r.TRIGGERS_TOPIC]);
+  const reserved = new Set([r.DLQ_TOPIC, r.TRIGGERS_TOPIC, r.PROGRESS_TOPIC]);
   const clash = r.INGEST_TOPICS.find((t) => reserved.has(t));
   if (clash) {
     throw new ConfigError(
-      `INGEST_TOPICS=${JSON.stringify(r.INGEST_TOPICS.join(','))} is invalid: expected topics other than DLQ_TOPIC and TRIGGERS_TOPIC (${clash})`,
+      `INGEST_TOPICS=${JSON.stringify(r.INGEST_TOPICS.join(','))} is invalid: expected topics other than DLQ_TOPIC, TRIGGERS_TOPIC and PROGRESS_TOPIC (${clash})`,
     );
   }
   return {
@@ -296,6 +302,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, read?: (p: stri
       topics: r.INGEST_TOPICS,
       dlqTopic: r.DLQ_TOPIC,
       triggersTopic: r.TRIGGERS_TOPIC,
+      progressTopic: r.PROGRESS_TOPIC,
       sessionTimeoutMs: r.KAFKA_SESSION_TIMEOUT_MS,
       fromBeginning: r.KAFKA_FROM_BEGINNING,
       maxBytesPerPartition: r.KAFKA_MAX_BYTES_PER_PARTITION,
@@ -324,6 +331,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, read?: (p: stri
     },
     triggerRules: loadTriggerRules(r.TRIGGER_RULES, read),
     shutdownTimeoutMs: r.SHUTDOWN_TIMEOUT_MS,
+    stallTimeoutMs: r.STALL_TIMEOUT_MS,
     logLevel: r.LOG_LEVEL,
     metricsPort: r.METRICS_PORT,
   };

@@ -9,22 +9,27 @@
 
 export type RecordKind = 'profile' | 'event' | 'duplicate' | 'poison';
 
-export type PoisonKind =
-  | 'invalid-json'
-  | 'missing-field'
-  | 'wrong-type'
-  | 'oversize'
-  | 'forbidden-key'
-  | 'null-value';
+export type PoisonKind = 'invalid-json' | 'missing-field' | 'wrong-type' | 'oversize' | 'null-value';
 
 export const POISON_KINDS: readonly PoisonKind[] = [
   'invalid-json',
   'missing-field',
   'wrong-type',
   'oversize',
-  'forbidden-key',
   'null-value',
 ];
+
+/**
+ * Field names that reach an object prototype if code assigns them: the contract makes them
+ * ordinary data, so the generator puts them into valid messages (`hostileKeyShare`).
+ */
+export const HOSTILE_KEY_VARIANTS = [
+  'data.__proto__',
+  'data.constructor',
+  'data.prototype',
+  'data.meta.__proto__',
+  'data.items[1].constructor',
+] as const;
 
 export const RECORD_KINDS: readonly RecordKind[] = ['profile', 'event', 'duplicate', 'poison'];
 
@@ -68,6 +73,11 @@ export interface WorkloadOptions {
   readonly lateDuplicateDelayMs?: DelayRange;
   /** Share of all records that are poison. Default 0.01. */
   readonly poisonShare?: number;
+  /**
+   * Share of valid profiles and events whose `data` also carries a key such as `__proto__`,
+   * `constructor` or `prototype` (top level or nested): ordinary data by the contract. Default 0.01.
+   */
+  readonly hostileKeyShare?: number;
   /** Which poison kinds to produce, in rotation. Default all of POISON_KINDS. */
   readonly poisonKinds?: readonly PoisonKind[];
   /** Oversize poison is a few bytes to 1 KiB over this. Default 1 MiB. */
@@ -201,6 +211,7 @@ interface Resolved {
   readonly duplicateDelay: DelayRange;
   readonly lateDelay: DelayRange;
   readonly poisonKinds: readonly PoisonKind[];
+  readonly hostileKeyShare: number;
   readonly maxMessageBytes: number;
   readonly hotShare: number;
   readonly eventNames: readonly string[];
@@ -270,6 +281,7 @@ function resolve(opts: WorkloadOptions): Resolved {
     fail('duplicateShare', duplicateShare, 'to leave some original messages to duplicate');
   }
 
+  const hostileKeyShare = share('hostileKeyShare', opts.hostileKeyShare, 0.01);
   const poisonKinds = opts.poisonKinds ?? POISON_KINDS;
   if (poisonKinds.length === 0 || poisonKinds.some((k) => !POISON_KINDS.includes(k))) {
     fail('poisonKinds', poisonKinds, `a non-empty list of ${POISON_KINDS.join(', ')}`);
@@ -331,6 +343,7 @@ function resolve(opts: WorkloadOptions): Resolved {
     duplicateDelay: delay('duplicateDelayMs', opts.duplicateDelayMs, { min: 10, max: 5000 }),
     lateDelay: delay('lateDuplicateDelayMs', opts.lateDuplicateDelayMs, { min: 30_000, max: 120_000 }),
     poisonKinds,
+    hostileKeyShare,
     maxMessageBytes,
     hotShare,
     eventNames,
@@ -628,7 +641,7 @@ class WorkloadGenerator {
     const clientId = this.client();
     if (this.rng.chance(this.r.profileShare)) {
       const version = this.version(clientId);
-      const m = this.profileMessage(at, clientId, version);
+      const m = this.withHostileKey(this.profileMessage(at, clientId, version));
       return {
         sendAtMs: at,
         key: clientId,
@@ -639,8 +652,32 @@ class WorkloadGenerator {
         version,
       };
     }
-    const m = this.eventMessage(at, clientId);
+    const m = this.withHostileKey(this.eventMessage(at, clientId));
     return { sendAtMs: at, key: clientId, value: encode(m), kind: 'event', id: m.id as string, clientId };
+  }
+
+  /** Now and then, a prototype-reaching key among the data: valid, stored and merged like any field. */
+  private withHostileKey(m: { [k: string]: Json }): { [k: string]: Json } {
+    if (m.data === undefined || !this.rng.chance(this.r.hostileKeyShare)) return m;
+    const entries: [string, Json][] = Object.entries(m.data as { [k: string]: Json });
+    switch (this.rng.pick(HOSTILE_KEY_VARIANTS)) {
+      case 'data.__proto__':
+        entries.push(['__proto__', { isAdmin: true }]);
+        break;
+      case 'data.constructor':
+        entries.push(['constructor', { prototype: { isAdmin: true } }]);
+        break;
+      case 'data.prototype':
+        entries.push(['prototype', { isAdmin: true }]);
+        break;
+      case 'data.meta.__proto__':
+        entries.push(['meta', bare([['__proto__', { polluted: true }]])]);
+        break;
+      default:
+        entries.push(['items', [{ sku: 'a' }, bare([['constructor', { prototype: { polluted: true } }]])]]);
+    }
+    m.data = bare(entries);
+    return m;
   }
 
   private poison(at: number): WorkloadRecord {
@@ -731,40 +768,6 @@ class WorkloadGenerator {
         const target = r.maxMessageBytes + rng.between(1, 1024);
         data.blob = 'x'.repeat(target - encode(m).length);
         return out(encode(m), `bytes:${target}`);
-      }
-      case 'forbidden-key': {
-        const m = template();
-        const data = (m.data as { [k: string]: Json } | undefined) ?? {};
-        const entries: [string, Json][] = Object.entries(data);
-        const variant = rng.int(5);
-        let detail: string;
-        switch (variant) {
-          case 0:
-            entries.push(['__proto__', { isAdmin: true }]);
-            detail = 'data.__proto__';
-            break;
-          case 1:
-            entries.push(['constructor', { prototype: { isAdmin: true } }]);
-            detail = 'data.constructor';
-            break;
-          case 2:
-            entries.push(['prototype', { isAdmin: true }]);
-            detail = 'data.prototype';
-            break;
-          case 3:
-            entries.push(['meta', bare([['__proto__', { polluted: true }]])]);
-            detail = 'data.meta.__proto__';
-            break;
-          default:
-            entries.push([
-              'items',
-              [{ sku: 'a' }, bare([['constructor', { prototype: { polluted: true } }]])],
-            ]);
-            detail = 'data.items[1].constructor';
-            break;
-        }
-        m.data = bare(entries);
-        return out(encode(m), detail);
       }
       case 'null-value':
         return out(null, 'tombstone');

@@ -1,40 +1,26 @@
-import {
-  asyncScheduler,
-  concatMap,
-  connect,
-  filter,
-  finalize,
-  from,
-  map,
-  merge,
-  mergeAll,
-  type Observable,
-  type SchedulerLike,
-  Subject,
-  take,
-  tap,
-} from 'rxjs';
+import { asyncScheduler, type Observable, type SchedulerLike } from 'rxjs';
 import type { GraphSettings, TriggerRule } from '../config/config.js';
-import type { Envelope, Poison, RawRecord } from '../model/message.js';
-import { OffsetTracker } from '../model/offset-tracker.js';
-import type { RecordDone } from '../model/outcome.js';
-import type { Parsed } from '../model/parse.js';
-import { claimProcessed } from '../operators/claim-processed.js';
-import { type CommitRequest, commitInOrder } from '../operators/commit-in-order.js';
-import { deadLetter } from '../operators/dead-letter.js';
-import { distinctWithin } from '../operators/distinct-within.js';
-import { emitTriggers } from '../operators/emit-triggers.js';
+import type { RawRecord } from '../model/message.js';
+import type { OffsetTracker } from '../model/offset-tracker.js';
+import type { OutRecord } from '../model/out-record.js';
+import type { Done } from '../model/outcome.js';
+import { attachOutputs } from '../operators/attach-outputs.js';
+import { type Commit, commitInOrder } from '../operators/commit-in-order.js';
+import { dropRepeatsWithin } from '../operators/drop-repeats-within.js';
 import { type Enrich, enrichInOrder } from '../operators/enrich-in-order.js';
+import { observeOutcomes } from '../operators/observe-outcomes.js';
 import { parseRecords } from '../operators/parse-records.js';
 import { rebatch } from '../operators/rebatch.js';
-import { skipProcessed } from '../operators/skip-processed.js';
+import { rememberOwners } from '../operators/remember-owners.js';
+import { skipKnownCopies } from '../operators/skip-known-copies.js';
 import { trackIntake } from '../operators/track-intake.js';
 import { writeDocuments } from '../operators/write-documents.js';
-import type { CommitSink, DocumentStore, OutRecord, ProcessedStore } from '../sinks/ports.js';
+import type { RetryPolicy } from '../retry/retry-policy.js';
+import type { CommitSink, DocumentStore, KnownCopies } from '../sinks/ports.js';
 
 /** The outside world of one partition's graph: real sinks in the worker, in-memory ones in tests. */
 export interface PartitionPorts {
-  readonly processed: ProcessedStore;
+  readonly known: KnownCopies;
   readonly documents: DocumentStore;
   readonly commits: CommitSink;
   readonly enrich: Enrich;
@@ -44,87 +30,73 @@ export interface PartitionOptions {
   readonly settings: GraphSettings;
   readonly rules: readonly TriggerRule[];
   readonly topics: { readonly triggers: string; readonly dlq: string };
-  /** Shared with the source, which reads `pending` for backpressure. */
+  /** Shared with the intake, which reads `unfinished` for backpressure. */
   readonly tracker: OffsetTracker<OutRecord>;
+  /** The one retry policy (enrich retries; the sinks hold their own reference). */
+  readonly retry: RetryPolicy;
+  /** The partition's highest committed offset ever: below it, outputs were already sent. */
+  readonly replayedBelow?: string;
   /** Aborts retries in flight (shutdown, partition lost). */
   readonly signal?: AbortSignal;
-  /** Sees every finished record (metrics, backpressure). */
-  readonly onDone?: (done: RecordDone) => void;
+  /** Sees every batch of finished records (metrics). */
+  readonly onDone?: (batch: Done[]) => void;
   readonly scheduler?: SchedulerLike;
 }
 
+const ignore = () => {};
+
 /**
- * One partition's ingestion graph, top to bottom:
+ * Records count as unfinished until their commit is durable, so intake paused at
+ * HIGH_WATER resumes only after a commit: commit as soon as enough is done to get below
+ * LOW_WATER, rather than wait for COMMIT_INTERVAL_MS.
+ */
+const commitEvery = (s: GraphSettings) => Math.max(1, Math.min(s.commitEvery, s.highWater - s.lowWater));
+
+/**
+ * One partition's ingestion graph, top to bottom. Every record enters as an entry and
+ * leaves decided — indexed, duplicate, stale, dead-letter (or, for tombstones and gaps,
+ * deleted, ignored, skipped) — which is what lets the offset tracker commit in order.
+ * Each stage decides only the entries nobody decided yet and passes the rest on.
  *
- *   source → track offsets → parse → drop re-sent ids within the window →
- *   enrich, in order per client → rebatch → skip processed ids (Redis) →
- *   write to Elasticsearch (events created, profiles merged) → claim ids (Redis) →
- *   triggers → commit in order, with triggers and dead letters, in one transaction
- *
- * Poison leaves after parse for the dead-letter topic; duplicates inside the
- * window leave at `distinctWithin`. Every record ends as exactly one RecordDone,
- * which is what lets the offset tracker commit in order.
- *
- * Emits each commit once it is durable, and completes after the source
- * completes and everything is drained and committed.
+ * Emits each commit once it is durable, and completes after the source completes and
+ * everything is drained and committed.
  */
 export function ingestPartition(
   records$: Observable<RawRecord>,
   ports: PartitionPorts,
-  { settings: s, rules, topics, tracker, signal, onDone, scheduler = asyncScheduler }: PartitionOptions,
-): Observable<CommitRequest<OutRecord>> {
-  const retry = { baseMs: s.retryBaseMs, maxMs: s.retryMaxMs, scheduler };
+  options: PartitionOptions,
+): Observable<Commit> {
+  const { settings: s, tracker, retry, signal, scheduler = asyncScheduler } = options;
 
-  return records$.pipe(
+  const batches$ = records$.pipe(
+    // register each offset with the tracker, in order
     trackIntake(tracker),
-    parseRecords(s.maxMessageBytes),
-    // Subscribe every branch before the first record flows.
-    connect((parsed$): Observable<RecordDone> => {
-      const windowDuplicates$ = new Subject<RecordDone>();
+    // JSON + schema + size; poison is a dead letter, a tombstone follows TOMBSTONES
+    parseRecords({ maxMessageBytes: s.maxMessageBytes, tombstones: s.tombstones }),
+    // ids seen in the last DEDUP_WINDOW_MS are duplicates (bounded memory)
+    dropRepeatsWithin(s.dedupWindowMs, scheduler),
+    // one client at a time in offset order, clients concurrently
+    enrichInOrder(ports.enrich, { idleCloseMs: s.clientIdleMs, retry, scheduler }),
+    // BATCH_MAX entries, or BATCH_MS after a batch's first
+    rebatch(s.batchMax, s.batchMs, scheduler),
+  );
 
-      const deadLetters$ = parsed$.pipe(filter(isPoison), deadLetter(topics.dlq));
-
-      const unique$ = parsed$.pipe(
-        filter(isValid),
-        map((p) => p.envelope),
-        distinctWithin(idOf, s.dedupWindowMs, {
-          onDuplicate: (e) => windowDuplicates$.next(duplicateWithinWindow(e)),
-          scheduler,
-        }),
-      );
-
-      const indexed$ = unique$.pipe(
-        enrichInOrder(ports.enrich, { idleCloseMs: s.clientIdleMs, scheduler }),
-        rebatch(s.batchMax, s.batchMs, scheduler),
-        skipProcessed(ports.processed),
-        writeDocuments(ports.documents, signal),
-        claimProcessed(ports.processed, retry),
-        emitTriggers(rules, topics),
-        mergeAll(),
-        finalize(() => windowDuplicates$.complete()),
-      );
-
-      return merge(windowDuplicates$, deadLetters$, indexed$);
+  return batches$.pipe(
+    // events Redis knows another record owns are duplicates (an optimisation only)
+    skipKnownCopies(ports.known),
+    // events created with their origin, profiles merged, tombstones applied (Elasticsearch)
+    writeDocuments(ports.documents, signal),
+    // tell Redis who owns each event
+    rememberOwners(ports.known),
+    // triggers of owned events and dead letters, except for replays of committed work
+    attachOutputs({ rules: options.rules, topics: options.topics, replayedBelow: options.replayedBelow }),
+    // what became of each record (metrics)
+    observeOutcomes(options.onDone ?? ignore),
+    // offset N+1 once every record ≤ N is done, with its outputs, in one transaction
+    commitInOrder(tracker, ports.commits, {
+      intervalMs: s.commitIntervalMs,
+      every: commitEvery(s),
+      scheduler,
     }),
-    tap(onDone),
-    commitInOrder(tracker, { intervalMs: s.commitIntervalMs, every: s.commitEvery, scheduler }),
-    concatMap((request) =>
-      from(ports.commits.commit(request.offset, request.payloads)).pipe(
-        take(1),
-        map(() => request),
-      ),
-    ),
   );
 }
-
-const isPoison = (p: Parsed): p is { ok: false } & Poison => !p.ok;
-const isValid = (p: Parsed): p is Extract<Parsed, { ok: true }> => p.ok;
-const idOf = (e: Envelope) => e.message.id;
-const duplicateWithinWindow = (e: Envelope): RecordDone => ({
-  offset: e.record.offset,
-  payloads: [],
-  kind: 'duplicate',
-  clientId: e.message.clientId,
-});
-
-export { OffsetTracker };

@@ -1,64 +1,137 @@
-import { errors as es } from '@elastic/elasticsearch';
-
 /**
  * The three classes every failure falls into, decided here and nowhere else:
  *
- * - `bad-data`: this record can never succeed (invalid, refused by Elasticsearch with a
- *   4xx): dead-letter it with the reason, count it done, go on.
- * - `transient`: the world is busy or away (429, 5xx, connection trouble, timeouts, Kafka's
- *   retriable errors, Redis unreachable): retry with capped exponential backoff and jitter;
- *   the partition's intake pauses meanwhile, as its unfinished records reach HIGH_WATER.
- * - `unknown`: anything else, a bug included: fail the worker loudly, with offsets never
- *   past unfinished work.
+ * - `bad-data`: this record can never succeed (it is invalid, Elasticsearch refused the
+ *   document itself, enrich rejected it): dead-letter it with the reason, count it done.
+ * - `transient`: the world is busy, away or misconfigured for a while: 429, 5xx, a missing
+ *   or blocked index, a lost privilege, connection trouble, timeouts, Kafka's retriable
+ *   errors, Redis unreachable. Retry with the retry policy while the partition waits; a
+ *   fault of the destination is never the record's fault (contract, "Output: Elasticsearch").
+ * - `unknown`: anything else, a bug included: fail loudly, offsets never past unfinished work.
+ *
+ * The errors come from @elastic/elasticsearch, kafkajs and ioredis; they are recognised by
+ * shape and name, so this module needs none of those libraries.
  */
 export type FailureClass = 'bad-data' | 'transient' | 'unknown';
 
-/** An Elasticsearch bulk item's status (409 is decided by the caller: it means different things). */
-export function classifyItemStatus(status: number): FailureClass {
-  if (status === 429 || status >= 500) return 'transient';
-  if (status >= 400) return 'bad-data';
-  return 'unknown';
+/** Thrown by an `enrich` (or anything on a record's path) to say: this record is bad, dead-letter it. */
+export class RecordRejectedError extends Error {
+  override name = 'RecordRejectedError';
+  readonly badData = true;
 }
 
-const REDIS_TRANSIENT_REPLY = /^(LOADING|BUSY|READONLY|OOM|TRYAGAIN|CLUSTERDOWN|MASTERDOWN|NOREPLICAS)\b/;
+/** An item error inside a bulk or mget answer: `{ type, reason, caused_by }`. */
+export interface ElasticsearchItemError {
+  readonly type?: string;
+  readonly reason?: string | null;
+  readonly caused_by?: ElasticsearchItemError;
+}
+
+/** Refusals about the document itself: the same document will always be refused. */
+const DOCUMENT_ERROR_TYPES = new Set([
+  'mapper_parsing_exception',
+  'document_parsing_exception',
+  'strict_dynamic_mapping_exception',
+  'x_content_parse_exception',
+  'parse_exception',
+  'json_parse_exception',
+  'mapper_exception',
+  'document_too_large_exception',
+]);
+/** `illegal_argument_exception` is both: about a field or value (the document), or about an alias/index (the destination). */
+const DOCUMENT_ARGUMENT = /\b(field|fields|term|mapper|mapping|document|value|parse|type)\b/i;
+const DESTINATION_ARGUMENT = /\b(alias|write index|closed|block|shard|privilege|read-only|read_only)\b/i;
+
+/**
+ * A bulk item's failure (status other than 2xx; 409 is decided by the caller since it
+ * means "exists" for a create and "lost the race" for a conditional write).
+ */
+export function classifyItemError(status: number, error: ElasticsearchItemError | undefined): FailureClass {
+  if (status === 413) return 'bad-data';
+  if (status === 400) {
+    const types = errorChain(error).map((e) => e.type ?? '');
+    if (types.some((t) => DOCUMENT_ERROR_TYPES.has(t))) return 'bad-data';
+    if (types[0] === 'illegal_argument_exception') {
+      const reason = errorChain(error)
+        .map((e) => e.reason ?? '')
+        .join(' ');
+      if (DOCUMENT_ARGUMENT.test(reason) && !DESTINATION_ARGUMENT.test(reason)) return 'bad-data';
+    }
+  }
+  // 401/403 (credentials, privileges), 404 (index missing, auto-create off), cluster blocks,
+  // unavailable shards, 429, 5xx, and whatever else the destination says: wait and retry.
+  return 'transient';
+}
+
+const errorChain = (e: ElasticsearchItemError | undefined): ElasticsearchItemError[] => {
+  const out: ElasticsearchItemError[] = [];
+  for (let x = e; x && out.length < 5; x = x.caused_by) out.push(x);
+  return out;
+};
+
+const REDIS_TRANSIENT_REPLY =
+  /^(LOADING|BUSY|READONLY|OOM|TRYAGAIN|CLUSTERDOWN|MASTERDOWN|NOREPLICAS|MISCONF)\b/;
 const NETWORK_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
   'EPIPE',
   'ETIMEDOUT',
   'EHOSTUNREACH',
+  'ENETUNREACH',
   'ENOTFOUND',
+  'EAI_AGAIN',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_CLOSED',
+]);
+const ES_CONNECTION_ERRORS = new Set([
+  'ConnectionError',
+  'TimeoutError',
+  'NoLivingConnectionsError',
+  'RequestAbortedError',
+]);
+const KAFKA_TRANSIENT_ERRORS = new Set([
+  'KafkaJSNumberOfRetriesExceeded',
+  'KafkaJSConnectionError',
+  'KafkaJSRequestTimeoutError',
+  'KafkaJSConnectionClosedError',
+  'KafkaJSBrokerNotFound',
+  'KafkaJSLockTimeout',
 ]);
 
-/** A thrown error from Elasticsearch, Kafka (kafkajs) or Redis (ioredis). */
+/** A thrown error from Elasticsearch, Kafka (kafkajs), Redis (ioredis), enrich, or our own code. */
 export function classifyError(err: unknown): FailureClass {
-  if (err instanceof es.ResponseError) return classifyItemStatus(err.statusCode ?? 0);
-  if (
-    err instanceof es.ConnectionError ||
-    err instanceof es.TimeoutError ||
-    err instanceof es.NoLivingConnectionsError
-  ) {
-    return 'transient';
-  }
   for (const e of causes(err)) {
-    const x = e as { name?: string; message?: string; code?: string; retriable?: boolean };
-    // kafkajs marks its protocol errors; its retrier gives up with this name.
-    if (x.retriable === true) return 'transient';
-    if (
-      x.name === 'KafkaJSNumberOfRetriesExceeded' ||
-      x.name === 'KafkaJSConnectionError' ||
-      x.name === 'KafkaJSRequestTimeoutError' ||
-      x.name === 'KafkaJSConnectionClosedError'
-    ) {
-      return 'transient';
+    const x = e as {
+      name?: string;
+      message?: string;
+      code?: string;
+      retriable?: boolean;
+      badData?: boolean;
+      statusCode?: number;
+      meta?: { statusCode?: number };
+    };
+    if (x.badData === true) return 'bad-data';
+    // @elastic/elasticsearch: a whole request answered with an error status.
+    if (x.name === 'ResponseError') {
+      const status = x.statusCode ?? x.meta?.statusCode ?? 0;
+      // 400 on a request we built is our bug, not the destination's fault.
+      return status === 400 || status === 0 ? 'unknown' : 'transient';
     }
+    if (x.name !== undefined && ES_CONNECTION_ERRORS.has(x.name)) return 'transient';
+    // kafkajs marks its protocol errors; its retrier gives up with KafkaJSNumberOfRetriesExceeded.
+    if (x.retriable === true) return 'transient';
+    if (x.name !== undefined && KAFKA_TRANSIENT_ERRORS.has(x.name)) return 'transient';
     // ioredis: a closed or offline connection, a command timeout, a server that is loading.
     if (x.code !== undefined && NETWORK_CODES.has(x.code)) return 'transient';
     if (x.name === 'ReplyError' && REDIS_TRANSIENT_REPLY.test(x.message ?? '')) return 'transient';
     if (
       x.message === 'Command timed out' ||
       x.message === 'Connection is closed.' ||
-      x.message?.startsWith("Stream isn't writeable")
+      x.message?.startsWith("Stream isn't writeable") ||
+      x.name === 'MaxRetriesPerRequestError'
     ) {
       return 'transient';
     }
@@ -66,7 +139,7 @@ export function classifyError(err: unknown): FailureClass {
   return 'unknown';
 }
 
-/** The error and what it wraps (kafkajs: `originalError`, `cause`). */
+/** The error and what it wraps (kafkajs: `originalError`, standard: `cause`). */
 export function causes(err: unknown): unknown[] {
   const out: unknown[] = [];
   let e: unknown = err;
@@ -75,4 +148,10 @@ export function causes(err: unknown): unknown[] {
     e = (e as { originalError?: unknown }).originalError ?? (e as { cause?: unknown }).cause;
   }
   return out;
+}
+
+/** One line about an error, for logs and dead-letter reasons (never the whole object). */
+export function describeError(err: unknown): string {
+  if (err instanceof Error) return `${err.name}: ${err.message}`.replace(/[\r\n]+/g, ' ');
+  return String(err);
 }

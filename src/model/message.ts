@@ -37,7 +37,13 @@ export interface SourcePosition {
 export interface RawRecord extends SourcePosition {
   readonly key: Buffer | null;
   readonly value: Buffer | null;
-  readonly headers?: Readonly<Record<string, Buffer | string | undefined>>;
+  readonly headers?: Readonly<Record<string, Buffer | string | (Buffer | string)[] | undefined>>;
+  /**
+   * Not a record but the end of a gap the fetch skipped (transaction markers, records of
+   * aborted transactions, compacted records): `offset` is the gap's last offset. It is done
+   * at once, so the committed offset reaches the partition's end past such gaps.
+   */
+  readonly gap?: true;
 }
 
 /** A validated message together with the record it came from. */
@@ -47,7 +53,12 @@ export interface Envelope<M extends IngestMessage = IngestMessage> {
 }
 
 /** Error classes written to the dead-letter topic's `x-error-class` header. */
-export type ErrorClass = 'invalid-json' | 'schema' | 'too-large' | 'rejected';
+export type ErrorClass = 'invalid-json' | 'schema' | 'too-large' | 'rejected' | 'tombstone';
+
+/** `topic/partition/offset`: who processed an id. A replay has the same origin, a re-sent copy another. */
+export type OriginKey = string;
+
+export const originKeyOf = (r: SourcePosition): OriginKey => `${r.topic}/${r.partition}/${r.offset}`;
 
 /** A record that cannot be ingested, and why. */
 export interface Poison {

@@ -1,81 +1,121 @@
 /**
- * Per-partition bookkeeping for in-order commits. Every record is registered at
- * intake, in offset order; completions arrive in any order; the committable
- * offset only ever moves past a contiguous run of completed records.
+ * Per-partition bookkeeping for in-order commits. Every record is registered at intake,
+ * in offset order, and gets a sequence number (0, 1, 2, …); completions arrive by sequence
+ * number in any order; the committable offset only ever moves past a contiguous run of
+ * completed records. Sequence numbers make every step O(1): a completion is an array slot,
+ * not a search or a map of bigints.
  *
- * Offsets are registered rather than assumed contiguous: transaction markers and
- * compaction leave gaps in a partition's offsets. Offsets are strings (kafkajs)
- * compared as bigints, since they may exceed 2^53.
+ * Offsets are registered rather than assumed contiguous: transaction markers, aborted
+ * records and compaction leave gaps in a partition's offsets. They are kafkajs's decimal
+ * strings (they may exceed 2^53) and are turned into numbers only when a commit is taken.
  *
- * Each completion may carry payloads (trigger and dead-letter records) that must
- * be published together with the commit that passes its offset.
+ * Each completion may carry payloads (trigger and dead-letter records) that must be
+ * published with the commit that passes its offset. `take()` hands out what became
+ * committable; `confirm()` says it is durable. Until then those records still count as
+ * `unfinished`, so a slow commit holds back intake like slow indexing does.
  */
 export class OffsetTracker<P = never> {
-  private readonly order: bigint[] = [];
+  /** Offsets of the records from `base` on, by seq − base. */
+  private offsets: string[] = [];
+  private finished: (readonly P[] | undefined)[] = [];
+  private base = 0;
+  /** Next seq to hand out. */
+  private next = 0;
+  /** First seq not yet released: everything below it is done. */
   private head = 0;
-  private readonly done = new Map<bigint, readonly P[]>();
-  private last: bigint | undefined;
-  private committable: bigint | undefined;
+  /** Released records' payloads not yet taken. */
+  private payloads: P[] = [];
+  private taken = 0;
+  private confirmed = 0;
+  private last: string | undefined;
 
-  /** Records registered and not yet passed by the committable offset. */
+  /** Registered and not yet committable. */
   get pending(): number {
-    return this.order.length - this.head;
+    return this.next - this.head;
+  }
+
+  /** Registered and not yet durably committed: what backpressure counts. */
+  get unfinished(): number {
+    return this.next - this.confirmed;
   }
 
   /** The offset to commit (last contiguous completed + 1), if anything completed yet. */
   get commitOffset(): string | undefined {
-    return this.committable === undefined ? undefined : (this.committable + 1n).toString();
+    return this.head === 0 ? undefined : plusOne(this.offsetOf(this.head - 1));
   }
 
-  register(offset: string): void {
-    const o = BigInt(offset);
-    if (this.last !== undefined && o <= this.last) {
+  /** Registers the next record; returns its sequence number. */
+  register(offset: string): number {
+    if (this.last !== undefined && !greater(offset, this.last)) {
       throw new Error(`offset ${offset} registered after ${this.last}: offsets must increase`);
     }
-    this.last = o;
-    this.order.push(o);
+    this.last = offset;
+    this.offsets.push(offset);
+    this.finished.push(undefined);
+    return this.next++;
+  }
+
+  /** Marks a record done, with what must be published when its offset is committed. */
+  complete(seq: number, payloads: readonly P[] = NONE): void {
+    const i = seq - this.base;
+    if (!Number.isInteger(seq) || seq < this.head || seq >= this.next || this.finished[i] !== undefined) {
+      throw new Error(`record #${seq} completed twice or never registered`);
+    }
+    this.finished[i] = payloads;
+    if (seq !== this.head) return;
+    while (this.head < this.next) {
+      const k = this.head - this.base;
+      const p = this.finished[k];
+      if (p === undefined) break;
+      for (const x of p) this.payloads.push(x);
+      this.finished[k] = NONE;
+      this.head++;
+    }
+    this.compact();
   }
 
   /**
-   * Marks a record done. Returns the payloads that became committable (in offset
-   * order), or an empty array if the run is still blocked by an earlier record.
+   * What became committable since the last take: the offset to commit and the payloads
+   * to publish with it, `through` being the seq to confirm once it is durable.
    */
-  complete(offset: string, payloads: readonly P[] = []): P[] {
-    const o = BigInt(offset);
-    if (this.done.has(o) || !this.isPending(o)) {
-      throw new Error(`offset ${offset} completed twice or never registered`);
-    }
-    this.done.set(o, payloads);
-    const released: P[] = [];
-    while (this.head < this.order.length) {
-      const next = this.order[this.head]!;
-      const p = this.done.get(next);
-      if (p === undefined) break;
-      this.done.delete(next);
-      for (const x of p) released.push(x);
-      this.committable = next;
-      this.head++;
-    }
-    if (this.head > 1024 && this.head * 2 > this.order.length) {
-      this.order.splice(0, this.head);
-      this.head = 0;
-    }
-    return released;
+  take(): { offset: string; payloads: P[]; through: number } | undefined {
+    if (this.head === this.taken) return undefined;
+    const payloads = this.payloads;
+    this.payloads = [];
+    this.taken = this.head;
+    return { offset: plusOne(this.offsetOf(this.head - 1)), payloads, through: this.head };
   }
 
-  private isPending(o: bigint): boolean {
-    if (this.pending === 0) return false;
-    if (o < this.order[this.head]! || o > this.last!) return false;
-    // Binary search: registered offsets are sorted.
-    let lo = this.head;
-    let hi = this.order.length - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      const v = this.order[mid]!;
-      if (v === o) return true;
-      if (v < o) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    return false;
+  /** The commit of everything below `through` is durable. */
+  confirm(through: number): void {
+    if (through > this.taken) throw new Error(`confirm(${through}) past what was taken (${this.taken})`);
+    if (through > this.confirmed) this.confirmed = through;
   }
+
+  private offsetOf(seq: number): string {
+    const o = this.offsets[seq - this.base];
+    if (o === undefined) throw new Error(`offset of record #${seq} is no longer kept`);
+    return o;
+  }
+
+  /** Drops the slots of released records, keeping the newest released one (commitOffset needs it). */
+  private compact(): void {
+    const drop = this.head - 1 - this.base;
+    if (drop < 1024 || drop * 2 < this.offsets.length) return;
+    this.offsets = this.offsets.slice(drop);
+    this.finished = this.finished.slice(drop);
+    this.base += drop;
+  }
+}
+
+const NONE: readonly never[] = [];
+
+/** a > b for decimal strings of non-negative integers (no leading zeros). */
+export function greater(a: string, b: string): boolean {
+  return a.length !== b.length ? a.length > b.length : a > b;
+}
+
+function plusOne(offset: string): string {
+  const n = Number(offset);
+  return Number.isSafeInteger(n + 1) ? String(n + 1) : (BigInt(offset) + 1n).toString();
 }

@@ -1,41 +1,54 @@
-import type { Envelope, ErrorClass, RawRecord } from './message.js';
+import type { ErrorClass, IngestMessage, OriginKey, RawRecord } from './message.js';
 import type { OutRecord } from './out-record.js';
 
 /** What became of one record: every record ends with exactly one. */
 export type Outcome =
-  /** Written to Elasticsearch by this record (or by an earlier, uncommitted attempt of it). */
+  /** Written to Elasticsearch; for an event, this record owns it (created it, or is its replay). */
   | { readonly kind: 'indexed' }
-  /** A re-sent copy of an id that another record already processed. */
-  | { readonly kind: 'duplicate'; readonly by: string }
+  /** A re-sent copy of an id that another record processed (`by`: its origin, or `window`). */
+  | { readonly kind: 'duplicate'; readonly by: OriginKey | 'window' }
   /** A profile update that every stored field already outranks. */
   | { readonly kind: 'stale' }
-  | { readonly kind: 'dead-letter'; readonly errorClass: ErrorClass; readonly reason: string };
+  | { readonly kind: 'dead-letter'; readonly errorClass: ErrorClass; readonly reason: string }
+  /** A tombstone under TOMBSTONES=ignore. */
+  | { readonly kind: 'ignored' }
+  /** A tombstone under TOMBSTONES=delete: the client's profile is gone. */
+  | { readonly kind: 'deleted' }
+  /** A gap the fetch skipped (transaction markers, aborted records): not a record at all. */
+  | { readonly kind: 'skipped' };
 
 export type OutcomeKind = Outcome['kind'];
 
-/** A message of a batch on its way through the index stages. */
-export interface BatchEntry {
-  readonly envelope: Envelope;
-  /** Set by the stage that decided it; later stages leave decided entries alone. */
+/**
+ * One record on its way through a partition's graph. Each stage decides only the entries
+ * nobody decided yet and passes the others on untouched, so that every record reaches the
+ * commit stage, in whatever order, exactly once.
+ */
+export interface Entry {
+  readonly record: RawRecord;
+  /** Its place in the partition's intake: the offset tracker's key. */
+  readonly seq: number;
+  /** The validated (and enriched) message; absent for poison, tombstones and gaps. */
+  readonly message?: IngestMessage;
+  /** A tombstone under TOMBSTONES=delete: the client whose profile it deletes. */
+  readonly deletes?: string;
   readonly outcome?: Outcome;
-  /** Event already in Elasticsearch (409 on create): the claim decides whose it is. */
-  readonly existed?: boolean;
 }
 
 /** A record that is durably done, with what must be published when its offset is committed. */
 export interface Completion<P> {
-  readonly offset: string;
+  readonly seq: number;
   readonly payloads: readonly P[];
 }
 
-/** A finished record, ready for the offset tracker, with what to publish when it is committed. */
-export interface RecordDone extends Completion<OutRecord> {
-  readonly kind: OutcomeKind;
-  readonly clientId?: string;
+/** A finished entry, ready for the offset tracker, with its triggers or dead letter. */
+export interface Done extends Completion<OutRecord> {
+  readonly entry: Entry & { readonly outcome: Outcome };
 }
 
-/** "topic/partition/offset": who processed an id; a replay has the same origin, a copy another. */
-export const originOf = (r: Pick<RawRecord, 'topic' | 'partition' | 'offset'>): string =>
-  `${r.topic}/${r.partition}/${r.offset}`;
+export const decide = (entry: Entry, outcome: Outcome): Entry => ({ ...entry, outcome });
 
-export const decide = (entry: BatchEntry, outcome: Outcome): BatchEntry => ({ ...entry, outcome });
+export const isOpen = (entry: Entry): boolean => entry.outcome === undefined;
+
+/** The client an entry is about (for per-client order), if any. */
+export const clientOf = (entry: Entry): string | undefined => entry.message?.clientId ?? entry.deletes;

@@ -1,9 +1,17 @@
-import type { Envelope, ErrorClass, IngestMessage, Poison, RawRecord } from './message.js';
+import type { ErrorClass, IngestMessage, RawRecord } from './message.js';
 
-export type Parsed = { readonly ok: true; readonly envelope: Envelope } | ({ readonly ok: false } & Poison);
+export type Parsed =
+  | { readonly ok: true; readonly message: IngestMessage }
+  | { readonly ok: false; readonly errorClass: ErrorClass; readonly reason: string }
+  /** A null value: what it means is the TOMBSTONES setting's business, not the parser's. */
+  | { readonly ok: false; readonly tombstone: true };
 
-/** Keys that could reach an object prototype if code ever assigned them. */
-const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+/**
+ * Elasticsearch refuses documents nested deeper than this (Jackson's
+ * StreamReadConstraints), and JSON.stringify runs out of stack a few thousand levels down:
+ * deeper messages are poison here rather than a crash or a refusal later.
+ */
+export const MAX_NESTING_DEPTH = 1000;
 /** Elasticsearch's limit for `_id` is 512 bytes; ids and clientIds become `_id`s. */
 const MAX_ID_BYTES = 512;
 /** ISO 8601 as Elasticsearch's `strict_date_optional_time` accepts it. */
@@ -15,40 +23,60 @@ const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 /** Header values must stay on one line; V8's messages quote the input, line breaks included. */
 const oneLine = (s: string) => s.replace(/[\r\n\u2028\u2029]+/g, ' ');
 
-const poison = (record: RawRecord, errorClass: ErrorClass, reason: string): Parsed => ({
-  ok: false,
-  record,
-  errorClass,
-  reason,
-});
+const poison = (errorClass: ErrorClass, reason: string): Parsed => ({ ok: false, errorClass, reason });
+const TOMBSTONE: Parsed = { ok: false, tombstone: true };
 
 /**
- * Turns one Kafka record into a contract message, or into poison with its error
- * class and a reason a person can act on. Never throws.
+ * Turns one Kafka record into a contract message, or into poison with its error class
+ * and a reason a person can act on. Never throws.
+ *
+ * Keys such as `__proto__`, `constructor` and `prototype` are ordinary field names
+ * (contract): JSON.parse defines them as own properties, and nothing downstream assigns
+ * outside keys to ordinary objects, so they are kept as data and never walked for.
  */
-export function parseRecord(record: RawRecord, maxMessageBytes: number): Parsed {
+export function parseRecord(record: Pick<RawRecord, 'value'>, maxMessageBytes: number): Parsed {
   const value = record.value;
-  if (value === null || value.length === 0) return poison(record, 'invalid-json', 'empty value (tombstone)');
+  if (value === null) return TOMBSTONE;
+  if (value.length === 0) return poison('invalid-json', 'empty value');
   if (value.length > maxMessageBytes) {
-    return poison(
-      record,
-      'too-large',
-      `value is ${value.length} bytes, over MAX_MESSAGE_BYTES=${maxMessageBytes}`,
-    );
+    return poison('too-large', `value is ${value.length} bytes, over MAX_MESSAGE_BYTES=${maxMessageBytes}`);
+  }
+  // Nesting needs two bytes a level: only a value this long can be too deep to look at.
+  if (value.length > 2 * MAX_NESTING_DEPTH && nestingDepth(value) > MAX_NESTING_DEPTH) {
+    return poison('schema', `value is nested deeper than ${MAX_NESTING_DEPTH} levels`);
   }
   let json: unknown;
   try {
     // JSON text is UTF-8 (RFC 8259): bytes that are not are poison, not silently replaced.
     json = JSON.parse(utf8.decode(value));
   } catch (err) {
-    return poison(record, 'invalid-json', oneLine((err as Error).message));
+    return poison('invalid-json', oneLine((err as Error).message));
   }
   try {
-    return { ok: true, envelope: { message: validate(json), record } };
+    return { ok: true, message: validate(json) };
   } catch (err) {
-    if (err instanceof SchemaError) return poison(record, 'schema', err.message);
+    if (err instanceof SchemaError) return poison('schema', err.message);
     throw err;
   }
+}
+
+/** The deepest nesting of objects and arrays in JSON bytes, outside strings; one pass, no allocation. */
+export function nestingDepth(bytes: Uint8Array): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]!;
+    if (inString) {
+      if (b === 0x5c)
+        i++; // backslash: skip the escaped byte
+      else if (b === 0x22) inString = false;
+    } else if (b === 0x22) inString = true;
+    else if (b === 0x7b || b === 0x5b) {
+      if (++depth > max) max = depth;
+    } else if (b === 0x7d || b === 0x5d) depth--;
+  }
+  return max;
 }
 
 function validate(json: unknown): IngestMessage {
@@ -95,29 +123,7 @@ function requireData(data: unknown): Record<string, unknown> {
   if (data === undefined) throw new SchemaError('field "data" is required');
   if (!isPlainObject(data))
     throw new SchemaError(`field "data" must be a JSON object, got ${describe(data)}`);
-  const bad = findForbiddenKey(data, 'data');
-  if (bad)
-    throw new SchemaError(`forbidden key at ${bad}: keys __proto__, constructor and prototype are refused`);
   return data;
-}
-
-/** Walks the whole value (iteratively: hostile nesting must not blow the stack). */
-function findForbiddenKey(root: unknown, rootPath: string): string | undefined {
-  const stack: [unknown, string][] = [[root, rootPath]];
-  while (stack.length > 0) {
-    const [node, path] = stack.pop()!;
-    if (Array.isArray(node)) {
-      node.forEach((v, i) => {
-        stack.push([v, `${path}[${i}]`]);
-      });
-    } else if (node !== null && typeof node === 'object') {
-      for (const key of Object.keys(node)) {
-        if (FORBIDDEN_KEYS.has(key)) return `${path}.${key}`;
-        stack.push([(node as Record<string, unknown>)[key], `${path}.${key}`]);
-      }
-    }
-  }
-  return undefined;
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {

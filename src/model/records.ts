@@ -24,35 +24,63 @@ export function deadLetterRecord(
   };
 }
 
+type RuleField = 'type' | 'name' | 'clientId' | 'id';
+const RULE_FIELDS: ReadonlySet<string> = new Set<RuleField>(['type', 'name', 'clientId', 'id']);
+
 /** True when every field named in the rule's `when` equals the event's field of that name. */
 export function matches(rule: TriggerRule, event: UserEvent): boolean {
-  const fields: Record<string, unknown> = {
-    type: event.type,
-    name: event.name,
-    clientId: event.clientId,
-    id: event.id,
-  };
-  return Object.entries(rule.when).every(([k, v]) => Object.hasOwn(fields, k) && fields[k] === v);
+  return compileWhen(rule)(event);
 }
 
-/** The trigger records for one newly indexed event (contract: id = "<sourceId>:<ruleId>"). */
+/** A rule's `when` turned into a predicate once: no object built per event. */
+function compileWhen(rule: TriggerRule): (event: UserEvent) => boolean {
+  const tests = Object.entries(rule.when).map(([field, want]) => {
+    // A field a rule cannot name (config validation refuses them) never matches.
+    if (!RULE_FIELDS.has(field)) return () => false;
+    const f = field as RuleField;
+    return (e: UserEvent) => e[f] === want;
+  });
+  return (e) => {
+    for (const t of tests) if (!t(e)) return false;
+    return true;
+  };
+}
+
+/**
+ * The trigger records for one newly indexed event (contract: id = "<sourceId>:<ruleId>"),
+ * with the rules compiled once for every event of the partition.
+ */
+export function compileTriggers(
+  triggersTopic: string,
+  rules: readonly TriggerRule[],
+): (event: UserEvent) => OutRecord[] {
+  const compiled = rules.map((rule) => ({ rule, when: compileWhen(rule) }));
+  return (event) => {
+    const out: OutRecord[] = [];
+    for (const { rule, when } of compiled) {
+      if (!when(event)) continue;
+      out.push({
+        topic: triggersTopic,
+        key: event.clientId,
+        value: JSON.stringify({
+          id: `${event.id}:${rule.id}`,
+          rule: rule.id,
+          trigger: rule.emit,
+          clientId: event.clientId,
+          sourceId: event.id,
+          ts: event.ts,
+        }),
+      });
+    }
+    return out;
+  };
+}
+
+/** The trigger records for one event (one-off; the graph uses {@link compileTriggers}). */
 export function triggerRecords(
   triggersTopic: string,
   rules: readonly TriggerRule[],
   event: UserEvent,
 ): OutRecord[] {
-  return rules
-    .filter((rule) => matches(rule, event))
-    .map((rule) => ({
-      topic: triggersTopic,
-      key: event.clientId,
-      value: JSON.stringify({
-        id: `${event.id}:${rule.id}`,
-        rule: rule.id,
-        trigger: rule.emit,
-        clientId: event.clientId,
-        sourceId: event.id,
-        ts: event.ts,
-      }),
-    }));
+  return compileTriggers(triggersTopic, rules)(event);
 }

@@ -1,93 +1,136 @@
 import {
   asyncScheduler,
+  defer,
   Observable,
   type OperatorFunction,
   type SchedulerLike,
   type Subscription,
+  take,
 } from 'rxjs';
 import type { OffsetTracker } from '../model/offset-tracker.js';
-import type { Completion } from '../model/outcome.js';
+import type { OutRecord } from '../model/out-record.js';
+import type { Done } from '../model/outcome.js';
+import type { CommitSink } from '../sinks/ports.js';
 
-/** Commit `offset` (last done + 1) and publish `payloads` atomically with it. */
-export interface CommitRequest<P> {
+/** A durable commit: the offset (last done + 1) and what was published with it. */
+export interface Commit {
   readonly offset: string;
-  readonly payloads: readonly P[];
+  readonly records: readonly OutRecord[];
 }
 
 export interface CommitInOrderOptions {
-  /** Emit at most this long after the committable offset first moved. */
+  /** Commit at most this long after something first became committable… */
   readonly intervalMs: number;
-  /** …or as soon as this many records became committable. */
+  /** …or as soon as this many records did. */
   readonly every: number;
   readonly scheduler?: SchedulerLike;
 }
 
 /**
- * Turns completions, in any order, into commit requests that never pass an
- * unfinished record. Requests are batched by time (`intervalMs`) or count
- * (`every`), and the last one is flushed when the source completes. On error
- * nothing more is committed: unfinished work is replayed after a restart.
+ * Turns finished records, in any order, into commits that never pass an unfinished
+ * record, and makes them durable through the commit sink: one at a time, each publishing
+ * the triggers and dead letters of the records it passes in the same transaction as the
+ * offset. Emits each commit once it is durable.
  *
- * The tracker is shared with the intake, which registers every offset in order.
+ * Commits are batched by time (`intervalMs`) or count (`every`), and coalesced: while one
+ * is in flight, what becomes committable waits and goes out as one commit after it, so a
+ * slow transaction coordinator never builds a queue (and the records it holds back still
+ * count as unfinished in the tracker, which pauses intake). The last commit is flushed
+ * when the source completes, and the result completes after it is durable. On an error
+ * (of the source or the sink) nothing more is committed: unfinished work is replayed.
  *
  * ```
  * registered:  0 1 2 3
- * completions: --2--0-1---3|       (intervalMs = 3 frames, every = ∞)
+ * finished:    --2--0-1---3|        (intervalMs = 3 frames, every = ∞, sink answers at once)
  * commitInOrder
- * output:      --------a---(b|)    a = { offset: '3' }: 2 waits for 0; the timer starts
- *                                      when 0 moves the offset, and 1 joins that batch
- *                                  b = { offset: '4' }: flushed at completion
+ * output:      --------a---(b|)     a = { offset: '3' }: 2 waits for 0; the timer starts
+ *                                       when 0 moves the offset, and 1 joins that commit
+ *                                   b = { offset: '4' }: flushed at completion
  * ```
  */
-export function commitInOrder<P>(
-  tracker: OffsetTracker<P>,
+export function commitInOrder(
+  tracker: OffsetTracker<OutRecord>,
+  sink: CommitSink,
   { intervalMs, every, scheduler = asyncScheduler }: CommitInOrderOptions,
-): OperatorFunction<Completion<P>, CommitRequest<P>> {
+): OperatorFunction<readonly Done[], Commit> {
   return (source) =>
-    new Observable<CommitRequest<P>>((subscriber) => {
-      let payloads: P[] = [];
+    new Observable<Commit>((subscriber) => {
       let released = 0;
-      let emitted: string | undefined;
       let timer: Subscription | undefined;
+      let inFlight: Subscription | undefined;
+      let committing = false;
+      let sourceDone = false;
 
-      const flush = () => {
+      const cancelTimer = () => {
         timer?.unsubscribe();
         timer = undefined;
-        const offset = tracker.commitOffset;
-        if (offset === undefined || offset === emitted) return;
-        emitted = offset;
-        const out = payloads;
-        payloads = [];
+      };
+
+      const commitNow = (): void => {
+        cancelTimer();
+        if (committing) return;
+        const next = tracker.take();
+        if (next === undefined) {
+          if (sourceDone) subscriber.complete();
+          return;
+        }
         released = 0;
-        subscriber.next({ offset, payloads: out });
+        committing = true;
+        let done = false;
+        const sub = defer(() => sink.commit(next.offset, next.payloads))
+          .pipe(take(1))
+          .subscribe({
+            next: () => {
+              done = true;
+              tracker.confirm(next.through);
+              subscriber.next({ offset: next.offset, records: next.payloads });
+            },
+            error: (err) => subscriber.error(err),
+            complete: () => {
+              committing = false;
+              inFlight = undefined;
+              if (!done) {
+                subscriber.error(new Error(`commit of offset ${next.offset} answered nothing`));
+                return;
+              }
+              if (sourceDone || released >= every) commitNow();
+              else if (released > 0) arm();
+            },
+          });
+        if (committing) inFlight = sub;
+      };
+
+      const arm = () => {
+        timer ??= scheduler.schedule(commitNow, intervalMs);
       };
 
       const sub = source.subscribe({
-        next: ({ offset, payloads: p }) => {
-          const pendingBefore = tracker.pending;
-          let ready: P[];
+        next: (batch) => {
+          const before = tracker.pending;
           try {
-            ready = tracker.complete(offset, p);
+            for (const d of batch) tracker.complete(d.seq, d.payloads);
           } catch (err) {
             subscriber.error(err);
             return;
           }
-          for (const x of ready) payloads.push(x);
-          const passed = pendingBefore - tracker.pending;
+          const passed = before - tracker.pending;
           if (passed === 0) return;
           released += passed;
-          if (released >= every) flush();
-          else timer ??= scheduler.schedule(flush, intervalMs);
+          if (committing) return;
+          if (released >= every) commitNow();
+          else arm();
         },
         error: (err) => subscriber.error(err),
         complete: () => {
-          flush();
-          subscriber.complete();
+          sourceDone = true;
+          if (!committing) commitNow();
         },
       });
+
       return () => {
-        timer?.unsubscribe();
         sub.unsubscribe();
+        cancelTimer();
+        inFlight?.unsubscribe();
       };
     });
 }

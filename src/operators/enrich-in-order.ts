@@ -1,75 +1,138 @@
 import {
+  asyncScheduler,
   catchError,
+  defer,
   from,
+  type MonoTypeOperatorFunction,
   map,
   type ObservableInput,
-  type OperatorFunction,
   of,
   type SchedulerLike,
+  take,
+  throwError,
+  throwIfEmpty,
 } from 'rxjs';
-import type { Envelope, IngestMessage } from '../model/message.js';
-import { type BatchEntry, decide } from '../model/outcome.js';
+import { classifyError, describeError } from '../model/failures.js';
+import type { IngestMessage } from '../model/message.js';
+import { clientOf, decide, type Entry } from '../model/outcome.js';
+import type { RetryPolicy } from '../retry/retry-policy.js';
 import { inOrderPerKey } from './in-order-per-key.js';
+import { retryWithPolicy } from './retry-with-policy.js';
 
 /**
  * The pluggable per-message async step (a cache lookup, an API call…): a message, or a
- * promise or observable of one. Default: identity.
+ * promise or observable of one. Default: identity. Throw a `RecordRejectedError` (from
+ * `model/failures.ts`) to dead-letter a message; any other failure is retried.
  */
 export type Enrich = (message: IngestMessage) => ObservableInput<IngestMessage> | IngestMessage;
 
 export const identityEnrich: Enrich = (message) => message;
 
+export interface EnrichInOrderOptions {
+  readonly idleCloseMs: number;
+  readonly retry: RetryPolicy;
+  readonly scheduler?: SchedulerLike;
+  readonly onGroupsChanged?: (open: number) => void;
+  /** Called for each failed attempt that will be retried. */
+  readonly onRetry?: (err: unknown, attempt: number) => void;
+}
+
 /**
- * Runs `enrich` for each message, one client at a time in offset order, clients
- * concurrently (`inOrderPerKey` on clientId). A failed or identity-breaking
- * enrich dead-letters that message only (class `rejected`); the client's next
- * message goes on. An enrich that answers synchronously costs no subscription.
+ * Runs `enrich` for each open message, one client at a time in offset order, clients
+ * concurrently (`inOrderPerKey` on clientId); a tombstone that deletes a profile waits in
+ * its client's line too, so it cannot overtake that client's updates. Decided entries
+ * (poison, window duplicates) have no client to wait for and pass at once.
+ *
+ * Failures follow the failure classes: an enrich that rejects the message (bad data, or
+ * an answer that changes its id, clientId or type) dead-letters that message only
+ * (class `rejected`); anything else is the enricher's trouble, not the record's, and is
+ * retried with the retry policy while the client's later messages wait behind it.
  *
  * ```
- * envelopes: -a1-b1-a2-|      a, b: clients; enrich takes 2 frames
+ * entries: -a1-b1-a2-x-|      a, b: clients; enrich takes 2 frames; x decided (poison)
  * enrichInOrder
- * output:    ---a1-b1a2-|     a2 starts after a1, b1 runs beside them
+ * output:  ---a1-b1a2x-|      a2 starts after a1, b1 runs beside them, x passes at once
  * ```
  */
 export function enrichInOrder(
   enrich: Enrich,
-  options: { idleCloseMs: number; scheduler?: SchedulerLike; onGroupsChanged?: (open: number) => void },
-): OperatorFunction<Envelope, BatchEntry> {
+  options: EnrichInOrderOptions,
+): MonoTypeOperatorFunction<Entry> {
+  const { idleCloseMs, retry, scheduler = asyncScheduler, onGroupsChanged, onRetry } = options;
+  const retrying = retryWithPolicy<IngestMessage>(retry, {
+    scheduler,
+    retryable: (err) => classifyError(err) !== 'bad-data' && !(err instanceof IdentityChanged),
+    onRetry,
+  });
   return inOrderPerKey(
-    (envelope: Envelope) => envelope.message.clientId,
-    (envelope: Envelope): ObservableInput<BatchEntry> => {
-      let out: ObservableInput<IngestMessage> | IngestMessage;
+    (entry: Entry) => (entry.outcome === undefined ? clientOf(entry) : undefined),
+    (entry: Entry): ObservableInput<Entry> => {
+      const message = entry.message;
+      if (entry.outcome !== undefined || message === undefined || enrich === identityEnrich) return [entry];
+      let first: ObservableInput<IngestMessage> | IngestMessage | undefined;
+      let threw = false;
+      let thrown: unknown;
       try {
-        out = enrich(envelope.message);
+        first = enrich(message);
       } catch (err) {
-        return [failed(envelope, err)];
+        if (classifyError(err) === 'bad-data') return [failed(entry, err)];
+        threw = true;
+        thrown = err;
       }
-      if (!isAsync(out)) return [enriched(envelope, out as IngestMessage)];
-      return from(out).pipe(
-        map((message) => enriched(envelope, message)),
-        catchError((err: unknown) => of(failed(envelope, err))),
+      // The answer came back at once: no subscription, no timer.
+      if (!threw && !isAsync(first)) return [enriched(entry, first as IngestMessage)];
+      let attempt = 0;
+      return defer(() => {
+        if (attempt++ > 0) return from(asInput(enrich(message)));
+        return threw ? throwError(() => thrown) : from(first as ObservableInput<IngestMessage>);
+      }).pipe(
+        // Exactly one answer: the first counts; none at all is the enricher rejecting the message.
+        take(1),
+        throwIfEmpty(() => new IdentityChanged('enrich answered no message')),
+        map((m) => checkIdentity(message, m)),
+        retrying,
+        map((m) => enriched(entry, m)),
+        catchError((err: unknown) => of(failed(entry, err))),
       );
     },
-    options,
+    { idleCloseMs, scheduler, onGroupsChanged },
   );
 }
 
-function enriched(envelope: Envelope, message: IngestMessage): BatchEntry {
-  const m = envelope.message;
-  if (message === m) return { envelope };
-  if (message?.id !== m.id || message.clientId !== m.clientId || message.type !== m.type) {
-    return decide(
-      { envelope },
-      { kind: 'dead-letter', errorClass: 'rejected', reason: 'enrich changed the id, clientId or type' },
-    );
-  }
-  return { envelope: { ...envelope, message } };
+class IdentityChanged extends Error {
+  override name = 'IdentityChanged';
+  readonly badData = true;
 }
 
-function failed(envelope: Envelope, err: unknown): BatchEntry {
-  const reason = `enrich failed: ${err instanceof Error ? err.message : String(err)}`;
-  return decide({ envelope }, { kind: 'dead-letter', errorClass: 'rejected', reason });
+function checkIdentity(before: IngestMessage, after: IngestMessage): IngestMessage {
+  if (
+    after !== before &&
+    (after?.id !== before.id || after.clientId !== before.clientId || after.type !== before.type)
+  ) {
+    throw new IdentityChanged('enrich changed the id, clientId or type');
+  }
+  return after;
 }
+
+function enriched(entry: Entry, message: IngestMessage): Entry {
+  try {
+    const m = checkIdentity(entry.message!, message);
+    return m === entry.message ? entry : { ...entry, message: m };
+  } catch (err) {
+    return failed(entry, err);
+  }
+}
+
+function failed(entry: Entry, err: unknown): Entry {
+  const reason =
+    err instanceof IdentityChanged
+      ? err.message
+      : `enrich failed: ${err instanceof Error ? err.message : describeError(err)}`;
+  return decide(entry, { kind: 'dead-letter', errorClass: 'rejected', reason });
+}
+
+const asInput = (x: ObservableInput<IngestMessage> | IngestMessage): ObservableInput<IngestMessage> =>
+  isAsync(x) ? x : of(x as IngestMessage);
 
 /** A promise, an observable or an iterable of messages, rather than a message. */
 function isAsync(x: unknown): x is ObservableInput<IngestMessage> {

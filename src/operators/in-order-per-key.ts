@@ -61,12 +61,15 @@ interface Lane<T> {
  * left to overlap with. When the source completes, idle groups close at once and busy ones
  * as soon as their queue is drained.
  *
+ * A value whose key is `undefined` belongs to no group: its work starts at once, without
+ * waiting for anything, and its results come out as soon as they are ready.
+ *
  * An error from `keyOf` or from any work errors the result and cancels all work in flight.
  *
  * @throws RangeError if `idleCloseMs` is not a finite number > 0.
  */
 export function inOrderPerKey<T, K, R>(
-  keyOf: (value: T) => K,
+  keyOf: (value: T) => K | undefined,
   work: (value: T) => ObservableInput<R>,
   options: InOrderPerKeyOptions,
 ): OperatorFunction<T, R> {
@@ -88,7 +91,7 @@ export function inOrderPerKey<T, K, R>(
       };
 
       const completeIfDone = (): void => {
-        if (sourceDone && lanes.size === 0) subscriber.complete();
+        if (sourceDone && lanes.size === 0 && loose.size === 0) subscriber.complete();
       };
 
       const onTimer = (key: K, lane: Lane<T>): void => {
@@ -152,13 +155,45 @@ export function inOrderPerKey<T, K, R>(
         if (!subscriber.closed) becomeIdle(key, lane);
       };
 
+      // A value without a key has no order to keep: its work starts at once, beside the lanes.
+      const loose = new Set<Subscription>();
+      const runUnordered = (value: T): void => {
+        let input: ObservableInput<R>;
+        try {
+          input = work(value);
+        } catch (err) {
+          subscriber.error(err);
+          return;
+        }
+        if (Array.isArray(input)) {
+          for (const r of input as R[]) subscriber.next(r);
+          return;
+        }
+        let done = false;
+        let inner: Subscription | undefined;
+        inner = from(input).subscribe({
+          next: (r) => subscriber.next(r),
+          error: (err) => subscriber.error(err),
+          complete: () => {
+            done = true;
+            if (inner !== undefined) loose.delete(inner);
+            completeIfDone();
+          },
+        });
+        if (!done) loose.add(inner);
+      };
+
       const sub = source.subscribe({
         next: (value) => {
-          let key: K;
+          let key: K | undefined;
           try {
             key = keyOf(value);
           } catch (err) {
             subscriber.error(err);
+            return;
+          }
+          if (key === undefined) {
+            runUnordered(value);
             return;
           }
           let lane = lanes.get(key);
@@ -188,6 +223,8 @@ export function inOrderPerKey<T, K, R>(
           lane.timer?.unsubscribe();
         }
         lanes.clear();
+        for (const inner of loose) inner.unsubscribe();
+        loose.clear();
         if (open > 0) onGroupsChanged?.(0);
       };
     });

@@ -1,88 +1,134 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@elastic/elasticsearch';
 import type { Logger } from 'pino';
-import { classifyError, classifyItemStatus } from '../model/failures.js';
+import { eventsIndexFor, isDatePattern } from '../model/event-index.js';
+import {
+  classifyError,
+  classifyItemError,
+  describeError,
+  type ElasticsearchItemError,
+} from '../model/failures.js';
+import type { OriginKey } from '../model/message.js';
 import { applyUpdate, type MergedUpdate, type ProfileDocument } from '../model/profile-merge.js';
-import { backoffDelay } from '../operators/backoff.js';
-import type { DocumentStore, EventDocument, EventWrite, ProfileWrite } from './ports.js';
+import type { RetryPolicy } from '../retry/retry-policy.js';
+import type {
+  DocumentStore,
+  EventDocument,
+  EventWrite,
+  Origin,
+  ProfileDelete,
+  ProfileWrite,
+} from './ports.js';
 
 export interface ElasticsearchStoreOptions {
   readonly profilesIndex: string;
+  /** An index name or a date pattern (`events-{yyyy.MM.dd}`), chosen by each event's `ts`. */
   readonly eventsIndex: string;
-  readonly retryBaseMs: number;
-  readonly retryMaxMs: number;
-  readonly random?: () => number;
+  readonly retry: RetryPolicy;
+  /** Sees every request's duration and every retry (metrics); optional. */
+  readonly observer?: ElasticsearchObserver;
 }
 
+export interface ElasticsearchObserver {
+  request(op: 'bulk' | 'mget', seconds: number): void;
+  retry(reason: string, items: number): void;
+  conflict(count: number): void;
+}
+
+type BulkItem = { status: number; error?: ElasticsearchItemError; result?: string };
+type Attempt<T> = { readonly done: true; readonly value: T } | { readonly done: false; readonly why: string };
+
 /**
- * Elasticsearch behind the DocumentStore port, with our own per-item retry:
- * only the items that failed transiently go round again, with capped
- * exponential backoff and full jitter, until they succeed or the signal aborts.
- * (`client.helpers.bulk` retries only 429s, with a fixed wait, and cannot tell
- * a 409 that means "done" from one that means "try again".)
+ * Elasticsearch behind the DocumentStore port, with our own per-item retry: only the items
+ * that failed go round again, with the one retry policy, until they succeed or the signal
+ * aborts. (`client.helpers.bulk` retries only 429s, with a fixed wait, and cannot tell a 409
+ * that means "exists" from one that means "try again".) Which failures are the document's
+ * and which the destination's is decided by `classifyItemError`: only the document's end
+ * as `rejected`; everything else — a missing index with auto-create off, a lost privilege,
+ * a blocked index, an unavailable shard, 429, 5xx, a dropped connection — waits and retries.
  *
- * Profiles: read (mget), merge in code, write with `if_seq_no`/`if_primary_term`;
- * a 409 means another writer got there first, so read again and re-merge. This
- * needs no scripting, so it works on any cluster, and two workers racing cannot
- * lose a newer field.
+ * Events: `create` with `origin`; on a 409 one `mget` of the conflicting ids reads who
+ * created them, which tells a replay (own origin) from a re-sent copy.
+ *
+ * Profiles: read (mget), merge in code, write with `if_seq_no`/`if_primary_term`; a 409
+ * means another writer got there first, so read again and re-merge. This needs no
+ * scripting, so it works on any cluster, and two workers racing cannot lose a newer field.
  */
 export class ElasticsearchDocumentStore implements DocumentStore {
-  private readonly random: () => number;
+  /** One warning when a kind of request starts failing, one line when it recovers. */
+  private readonly failing = new Map<string, number>();
 
   constructor(
     private readonly client: Client,
     private readonly options: ElasticsearchStoreOptions,
     private readonly log: Logger,
-  ) {
-    this.random = options.random ?? Math.random;
-  }
+  ) {}
 
   async createEvents(events: readonly EventDocument[], signal?: AbortSignal): Promise<EventWrite[]> {
     const results: (EventWrite | undefined)[] = new Array(events.length);
-    let pending = events.map((_, i) => i);
-    for (let attempt = 0; pending.length > 0; attempt++) {
-      if (attempt > 0) await this.pause(attempt, `${pending.length} event(s)`, signal);
-      const operations = pending.flatMap((i) => {
-        const e = events[i]!;
-        return [{ create: { _index: this.options.eventsIndex, _id: e.id } }, e.source];
-      });
-      const items = await this.bulk(operations, signal);
-      if (items === undefined) continue;
+    const indexOf = events.map((e) => eventsIndexFor(this.options.eventsIndex, e.source.ts));
+    await this.untilDone(events.length, 'event', signal, async (pending) => {
+      const operations: unknown[] = [];
+      for (const i of pending) {
+        operations.push({ create: { _index: indexOf[i], _id: events[i]!.id } }, events[i]!.source);
+      }
+      const bulk = await this.bulk(operations, signal);
+      if (!bulk.done) return { retry: pending, why: bulk.why };
       const retry: number[] = [];
-      items.forEach((item, k) => {
+      const conflicts: number[] = [];
+      const missing = new Set<string>();
+      let why = '';
+      bulk.value.forEach((item, k) => {
         const i = pending[k]!;
         const r = item.create;
         if (r === undefined)
           throw new Error(`bulk answered without a create result for event ${events[i]!.id}`);
         if (r.status === 200 || r.status === 201) results[i] = { status: 'created' };
-        else if (r.status === 409) results[i] = { status: 'exists' };
-        else if (classifyItemStatus(r.status) === 'transient') retry.push(i);
-        else results[i] = { status: 'rejected', reason: describeItemError(r.status, r.error) };
+        else if (r.status === 409) conflicts.push(i);
+        else if (classifyItemError(r.status, r.error) === 'transient') {
+          retry.push(i);
+          why ||= itemReason(r);
+          if (r.error?.type === 'index_not_found_exception') missing.add(indexOf[i]!);
+        } else results[i] = { status: 'rejected', reason: describeItemError(r.status, r.error) };
       });
-      pending = retry;
-    }
+      // A day's index under a date pattern is ours to create (from the template) when the
+      // cluster does not create indices by itself; a fixed index is the operator's.
+      if (missing.size > 0 && isDatePattern(this.options.eventsIndex))
+        await this.createIndices(missing, signal);
+      if (conflicts.length > 0) {
+        this.options.observer?.conflict(conflicts.length);
+        const owners = await this.ownersOf(
+          conflicts.map((i) => ({ _index: indexOf[i]!, _id: events[i]!.id })),
+          signal,
+        );
+        if (!owners.done) {
+          retry.push(...conflicts);
+          why ||= owners.why;
+        } else {
+          conflicts.forEach((i, k) => {
+            const owner = owners.value[k];
+            // Gone between the create and the read (deleted): create it again.
+            if (owner === undefined) retry.push(i);
+            else results[i] = { status: 'exists', owner };
+          });
+        }
+      }
+      return { retry, why };
+    });
     return results as EventWrite[];
   }
 
   async mergeProfiles(updates: readonly MergedUpdate[], signal?: AbortSignal): Promise<ProfileWrite[]> {
     const results: (ProfileWrite | undefined)[] = new Array(updates.length);
-    let pending = updates.map((_, i) => i);
-    let conflictsOnly = false;
-    for (let attempt = 0; pending.length > 0; attempt++) {
-      // A lost race (409) is retried at once with a fresh read; anything else backs off.
-      if (attempt > 0 && !conflictsOnly) await this.pause(attempt, `${pending.length} profile(s)`, signal);
+    await this.untilDone(updates.length, 'profile', signal, async (pending) => {
       const current = await this.readProfiles(
         pending.map((i) => updates[i]!.clientId),
         signal,
       );
-      if (current === undefined) {
-        conflictsOnly = false;
-        continue;
-      }
+      if (!current.done) return { retry: pending, why: current.why };
       const writes: number[] = [];
       const operations: unknown[] = [];
       pending.forEach((i, k) => {
-        const stored = current[k]!;
+        const stored = current.value[k]!;
         const { document, changed } = applyUpdate(stored.doc, updates[i]!);
         if (!changed) {
           results[i] = { status: 'stale' };
@@ -97,94 +143,200 @@ export class ElasticsearchDocumentStore implements DocumentStore {
           document,
         );
       });
-      if (writes.length === 0) break;
-      const items = await this.bulk(operations, signal);
-      if (items === undefined) {
-        pending = writes;
-        conflictsOnly = false;
-        continue;
-      }
+      if (writes.length === 0) return { retry: [], why: '' };
+      const bulk = await this.bulk(operations, signal);
+      if (!bulk.done) return { retry: writes, why: bulk.why };
       const retry: number[] = [];
-      let transient = false;
-      items.forEach((item, k) => {
+      let conflicts = 0;
+      let why = '';
+      bulk.value.forEach((item, k) => {
         const i = writes[k]!;
         const r = item.index ?? item.create;
         if (r === undefined)
           throw new Error(`bulk answered without a result for profile ${updates[i]!.clientId}`);
         if (r.status === 200 || r.status === 201) results[i] = { status: 'applied' };
-        else if (r.status === 409) retry.push(i);
-        else if (classifyItemStatus(r.status) === 'transient') {
+        else if (r.status === 409) {
+          conflicts++;
           retry.push(i);
-          transient = true;
+        } else if (classifyItemError(r.status, r.error) === 'transient') {
+          retry.push(i);
+          why ||= itemReason(r);
         } else results[i] = { status: 'rejected', reason: describeItemError(r.status, r.error) };
       });
-      pending = retry;
-      conflictsOnly = !transient;
-    }
+      if (conflicts > 0) this.options.observer?.conflict(conflicts);
+      // A lost race (409 only) is retried at once with a fresh read; anything else backs off.
+      return { retry, why, immediate: why === '' };
+    });
     return results as ProfileWrite[];
+  }
+
+  async deleteProfiles(clientIds: readonly string[], signal?: AbortSignal): Promise<ProfileDelete[]> {
+    const results: (ProfileDelete | undefined)[] = new Array(clientIds.length);
+    await this.untilDone(clientIds.length, 'profile delete', signal, async (pending) => {
+      const operations = pending.map((i) => ({
+        delete: { _index: this.options.profilesIndex, _id: clientIds[i]! },
+      }));
+      const bulk = await this.bulk(operations, signal);
+      if (!bulk.done) return { retry: pending, why: bulk.why };
+      const retry: number[] = [];
+      let why = '';
+      bulk.value.forEach((item, k) => {
+        const i = pending[k]!;
+        const r = item.delete;
+        if (r === undefined)
+          throw new Error(`bulk answered without a delete result for profile ${clientIds[i]}`);
+        if (r.status === 200) results[i] = { status: 'deleted' };
+        // A missing document answers 404 with result "not_found" and no error; a missing index has an error.
+        else if (r.status === 404 && r.error === undefined) results[i] = { status: 'absent' };
+        else {
+          retry.push(i);
+          why ||= itemReason(r);
+        }
+      });
+      return { retry, why };
+    });
+    return results as ProfileDelete[];
+  }
+
+  /**
+   * The per-item retry loop: `round` handles the pending items and says which to try
+   * again; between rounds the retry policy waits (at once for lost races only).
+   */
+  private async untilDone(
+    count: number,
+    what: string,
+    signal: AbortSignal | undefined,
+    round: (pending: number[]) => Promise<{ retry: number[]; why: string; immediate?: boolean }>,
+  ): Promise<void> {
+    let pending = Array.from({ length: count }, (_, i) => i);
+    for (let attempt = 0; pending.length > 0; ) {
+      const { retry, why, immediate } = await round(pending);
+      pending = retry;
+      if (pending.length === 0) break;
+      if (immediate) continue;
+      this.failed(what, why, pending.length);
+      await this.options.retry.wait(attempt++, signal);
+    }
+    this.recovered(what);
+  }
+
+  private async createIndices(indices: Set<string>, signal?: AbortSignal): Promise<void> {
+    for (const index of indices) {
+      try {
+        await this.client.indices.create({ index }, signal ? { signal } : {});
+        this.log.info({ index }, 'created a day index of EVENTS_INDEX (auto-create is off)');
+      } catch {
+        // Created meanwhile by another worker, or not allowed: the retry finds out.
+      }
+    }
+  }
+
+  private async ownersOf(
+    docs: { _index: string; _id: string }[],
+    signal?: AbortSignal,
+  ): Promise<Attempt<(OriginKey | undefined)[]>> {
+    const res = await this.request('mget', () =>
+      this.client.mget<{ origin?: Origin }>({ docs, _source_includes: ['origin'] }, signal ? { signal } : {}),
+    );
+    if (!res.done) return res;
+    const owners: (OriginKey | undefined)[] = [];
+    for (const d of res.value.docs) {
+      if ('error' in d && d.error)
+        return { done: false, why: `mget: ${d.error.type ?? 'error'}: ${d.error.reason ?? ''}` };
+      const found = d as { found: boolean; _source?: { origin?: Origin } };
+      if (!found.found) owners.push(undefined);
+      else {
+        const o = found._source?.origin;
+        // A document written before origins existed belongs to nobody we can name.
+        owners.push(o === undefined ? '' : `${o.topic}/${o.partition}/${o.offset}`);
+      }
+    }
+    return { done: true, value: owners };
   }
 
   private async readProfiles(
     ids: string[],
     signal?: AbortSignal,
-  ): Promise<{ doc?: ProfileDocument; seqNo?: number; primaryTerm?: number }[] | undefined> {
-    try {
-      const res = await this.client.mget<ProfileDocument>(
-        { index: this.options.profilesIndex, ids },
-        signal ? { signal } : {},
-      );
-      return res.docs.map((d) => {
-        if ('error' in d && d.error) throw new Error(`mget of profile ${d._id} failed: ${d.error.reason}`);
-        const found = d as {
-          found: boolean;
-          _source?: ProfileDocument;
-          _seq_no?: number;
-          _primary_term?: number;
-        };
-        return found.found && found._source
+  ): Promise<Attempt<{ doc?: ProfileDocument; seqNo?: number; primaryTerm?: number }[]>> {
+    const res = await this.request('mget', () =>
+      this.client.mget<ProfileDocument>({ index: this.options.profilesIndex, ids }, signal ? { signal } : {}),
+    );
+    if (!res.done) return res;
+    const out: { doc?: ProfileDocument; seqNo?: number; primaryTerm?: number }[] = [];
+    for (const d of res.value.docs) {
+      // A per-document error (an unavailable shard, a missing index) is the destination's.
+      if ('error' in d && d.error)
+        return { done: false, why: `mget: ${d.error.type ?? 'error'}: ${d.error.reason ?? ''}` };
+      const found = d as {
+        found: boolean;
+        _source?: ProfileDocument;
+        _seq_no?: number;
+        _primary_term?: number;
+      };
+      out.push(
+        found.found && found._source
           ? { doc: found._source, seqNo: found._seq_no!, primaryTerm: found._primary_term! }
-          : {};
-      });
-    } catch (err) {
-      if (classifyError(err) === 'transient') {
-        this.log.warn({ err: summarize(err) }, 'Elasticsearch mget failed; will retry');
-        return undefined;
-      }
-      throw err;
+          : {},
+      );
     }
+    return { done: true, value: out };
   }
 
-  /** One bulk request. `undefined` means the whole request failed transiently. */
-  private async bulk(operations: unknown[], signal?: AbortSignal) {
+  private async bulk(
+    operations: unknown[],
+    signal?: AbortSignal,
+  ): Promise<Attempt<Record<string, BulkItem>[]>> {
+    const res = await this.request('bulk', () =>
+      this.client.bulk({ operations, refresh: false }, signal ? { signal } : {}),
+    );
+    return res.done ? { done: true, value: res.value.items as unknown as Record<string, BulkItem>[] } : res;
+  }
+
+  /** One request; a transient failure (connection, timeout, 429/5xx/401/403/404) is a "not yet". */
+  private async request<T>(op: 'bulk' | 'mget', send: () => Promise<T>): Promise<Attempt<T>> {
+    const started = performance.now();
     try {
-      const res = await this.client.bulk({ operations, refresh: false }, signal ? { signal } : {});
-      return res.items;
+      const value = await send();
+      this.options.observer?.request(op, (performance.now() - started) / 1000);
+      return { done: true, value };
     } catch (err) {
-      if (classifyError(err) === 'transient') {
-        this.log.warn({ err: summarize(err) }, 'Elasticsearch bulk request failed; will retry');
-        return undefined;
-      }
+      this.options.observer?.request(op, (performance.now() - started) / 1000);
+      if (classifyError(err) === 'transient') return { done: false, why: `${op}: ${describeError(err)}` };
       throw err;
     }
   }
 
-  private async pause(attempt: number, what: string, signal?: AbortSignal): Promise<void> {
-    const ms = backoffDelay(attempt - 1, {
-      baseMs: this.options.retryBaseMs,
-      maxMs: this.options.retryMaxMs,
-      random: this.random,
-    });
-    this.log.debug({ attempt, delayMs: Math.round(ms) }, `retrying ${what}`);
-    await sleep(ms, undefined, signal ? { signal } : {});
+  private failed(what: string, why: string, items: number): void {
+    this.options.observer?.retry(reasonLabel(why), items);
+    const n = this.failing.get(what);
+    this.failing.set(what, (n ?? 0) + 1);
+    if (n === undefined) {
+      this.log.warn(
+        { what, items, why },
+        `Elasticsearch: ${what} writes failing; retrying until they succeed`,
+      );
+    }
+  }
+
+  private recovered(what: string): void {
+    const n = this.failing.get(what);
+    if (n === undefined) return;
+    this.failing.delete(what);
+    this.log.info({ what, retries: n }, `Elasticsearch: ${what} writes succeed again`);
   }
 }
 
-function describeItemError(status: number, error: unknown): string {
-  const e = error as { type?: string; reason?: string; caused_by?: { reason?: string } } | undefined;
-  const cause = e?.caused_by?.reason ? ` (${e.caused_by.reason})` : '';
-  return `Elasticsearch ${status} ${e?.type ?? 'error'}: ${e?.reason ?? 'no reason given'}${cause}`;
+function itemReason(r: BulkItem): string {
+  return `${r.status} ${r.error?.type ?? 'error'}`;
 }
 
-function summarize(err: unknown): string {
-  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+/** A bounded label for the retries metric: the status and error type, never a document's text. */
+function reasonLabel(why: string): string {
+  const m = /^(?:bulk|mget): ([A-Za-z]+)|^(\d{3} [a-z_]+)/.exec(why);
+  return (m?.[1] ?? m?.[2] ?? 'other').slice(0, 60);
+}
+
+function describeItemError(status: number, error: ElasticsearchItemError | undefined): string {
+  const cause = error?.caused_by?.reason ? ` (${error.caused_by.reason})` : '';
+  return `Elasticsearch ${status} ${error?.type ?? 'error'}: ${error?.reason ?? 'no reason given'}${cause}`;
 }

@@ -1,8 +1,8 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-import type { Producer } from 'kafkajs';
+import type { Admin, Kafka, Producer } from 'kafkajs';
 import type { Logger } from 'pino';
-import { causes, classifyError } from '../model/failures.js';
-import { backoffDelay } from '../operators/backoff.js';
+import { causes } from '../model/failures.js';
+import { greater } from '../model/offset-tracker.js';
+import { ProgressLedger } from './kafka-progress-ledger.js';
 import type { CommitSink, OutRecord } from './ports.js';
 
 /** Another worker now owns this partition: its producer fenced ours. Not a failure of the worker. */
@@ -10,12 +10,29 @@ export class PartitionLostError extends Error {
   override name = 'PartitionLostError';
 }
 
+/**
+ * A commit failed and may or may not have happened. It is never retried with the same
+ * records: the partition starts again from what Kafka says is committed (after fencing),
+ * so a trigger cannot go out in two transactions.
+ */
+export class CommitFailedError extends Error {
+  override name = 'CommitFailedError';
+}
+
 export interface TransactionalCommitterOptions {
   readonly groupId: string;
   readonly topic: string;
   readonly partition: number;
-  readonly retryBaseMs: number;
-  readonly retryMaxMs: number;
+  /** PROGRESS_TOPIC: the ledger of the highest offset ever committed. */
+  readonly progressTopic: string;
+}
+
+export interface OpenedPartition {
+  readonly committer: TransactionalCommitter;
+  /** The committed offset to resume from; undefined when the group never committed this partition. */
+  readonly committed: string | undefined;
+  /** The highest offset ever committed, when it is beyond `committed` (offsets were reset). */
+  readonly replayedBelow: string | undefined;
 }
 
 const FENCED = new Set([
@@ -23,50 +40,104 @@ const FENCED = new Set([
   'PRODUCER_FENCED',
   'TRANSACTIONAL_ID_AUTHORIZATION_FAILED',
 ]);
+const METADATA_TAG = 'rxingest:highest=';
 
 /**
- * Publishes a partition's trigger and dead-letter records and commits its offset
- * in one Kafka transaction, so that a record's side effects become visible
- * exactly when its offset is committed: never twice after a crash, never lost.
+ * Publishes a partition's trigger and dead-letter records and commits its offset in one
+ * Kafka transaction, so that a record's side effects become visible exactly when its
+ * offset is committed: never twice after a crash, never lost. The same transaction
+ * records the highest offset ever committed (offset metadata and PROGRESS_TOPIC), which
+ * is how a later reset of the group's offsets is told apart from work never committed.
  *
- * One producer per input partition, with transactional id
- * `<group>-<topic>-<partition>`: when the partition moves, the new owner's
- * producer bumps the epoch (kafkajs does so when its first transaction begins,
- * not on connect) and this one's next commit fails as fenced (kafkajs's
- * TxnOffsetCommit has no generation fencing of its own).
+ * One producer per input partition, with a transactional id built from the encoded group,
+ * topic and partition (no two pipelines can collide): when the partition moves, the new
+ * owner's producer bumps the epoch (kafkajs does so when its first transaction begins, not
+ * on connect) and this one's next commit fails as fenced (kafkajs's TxnOffsetCommit has
+ * no generation fencing of its own).
  */
 export class TransactionalCommitter implements CommitSink {
-  constructor(
+  private constructor(
     private readonly producer: Producer,
+    private readonly admin: Admin,
     private readonly options: TransactionalCommitterOptions,
     private readonly log: Logger,
-    private readonly signal?: AbortSignal,
+    private highest: string | undefined,
   ) {}
 
   static transactionalId(groupId: string, topic: string, partition: number): string {
-    return `${groupId}-${topic}-${partition}`;
+    return `rxingest/${ProgressLedger.keyOf(groupId, topic, partition)}`;
+  }
+
+  /**
+   * Takes the partition over: fences the previous owner (its open transaction is aborted),
+   * then reads the committed offset and the highest offset ever committed — in that order,
+   * so an old owner's late commit cannot slip in between.
+   */
+  static async open(
+    kafka: Kafka,
+    admin: Admin,
+    ledger: ProgressLedger,
+    options: TransactionalCommitterOptions,
+    log: Logger,
+  ): Promise<OpenedPartition> {
+    const { groupId, topic, partition } = options;
+    const producer = kafka.producer({
+      transactionalId: TransactionalCommitter.transactionalId(groupId, topic, partition),
+      idempotent: true,
+      maxInFlightRequests: 1,
+      transactionTimeout: 60_000,
+      // kafkajs's idempotence wants unbounded retries; the runner's drain timeout and the
+      // restart of a partition whose commit failed bound how long a commit may take.
+      retry: { retries: Number.MAX_SAFE_INTEGER, maxRetryTime: 5_000 },
+    });
+    try {
+      await producer.connect();
+      await (await producer.transaction()).abort();
+      const offsets = await admin.fetchOffsets({ groupId, topics: [topic] });
+      const p = offsets[0]?.partitions.find((x) => x.partition === partition);
+      const committed = p === undefined || p.offset === '-1' ? undefined : p.offset;
+      // Metadata missing: offsets reset by a tool, or never committed: ask the ledger.
+      let highest =
+        fromMetadata(p?.metadata) ??
+        (await ledger.highestOf(ProgressLedger.keyOf(groupId, topic, partition)));
+      if (committed !== undefined && (highest === undefined || greater(committed, highest)))
+        highest = committed;
+      const replayedBelow =
+        highest !== undefined && (committed === undefined || greater(highest, committed))
+          ? highest
+          : undefined;
+      return {
+        committer: new TransactionalCommitter(producer, admin, options, log, highest),
+        committed,
+        replayedBelow,
+      };
+    } catch (err) {
+      await producer.disconnect().catch(() => undefined);
+      throw err;
+    }
   }
 
   async commit(offset: string, records: readonly OutRecord[]): Promise<void> {
     const { topic, partition } = this.options;
+    const highest = this.highest === undefined || greater(offset, this.highest) ? offset : this.highest;
     let toSend = records;
     let truncateAbove = Infinity;
-    for (let attempt = 0; ; attempt++) {
+    for (;;) {
       try {
-        await this.commitOnce(offset, toSend);
+        await this.commitOnce(offset, highest, toSend);
+        this.highest = highest;
         return;
       } catch (err) {
         if (isTooLarge(err) && truncateAbove > TRUNCATED_BYTES) {
           // A dead letter bigger than its topic accepts must not stop the partition forever:
           // send large values truncated, saying so (halving the bar until the topic takes
-          // them), and retry at once. The x-source-* headers still lead to the original.
+          // them). The x-source-* headers still lead to the original.
           truncateAbove = truncateAbove === Infinity ? DEFAULT_TOPIC_LIMIT : truncateAbove / 2;
           this.log.warn(
             { topic, partition, offset, truncateAbove },
             'a record was too large for its topic; truncating',
           );
           toSend = records.map((r) => truncateLarge(r, truncateAbove));
-          attempt--;
           continue;
         }
         if (isFenced(err)) {
@@ -74,27 +145,49 @@ export class TransactionalCommitter implements CommitSink {
             `${topic}[${partition}]: producer fenced at offset ${offset}; another worker owns it`,
           );
         }
-        if (classifyError(err) !== 'transient' || this.signal?.aborted) throw err;
-        const ms = backoffDelay(attempt, {
-          baseMs: this.options.retryBaseMs,
-          maxMs: this.options.retryMaxMs,
-          random: Math.random,
-        });
-        this.log.warn(
-          { topic, partition, offset, attempt, delayMs: Math.round(ms), err: String(err) },
-          'offset commit failed; retrying',
+        throw new CommitFailedError(
+          `${topic}[${partition}]: commit of offset ${offset} failed: ${String(err)}`,
+          {
+            cause: err,
+          },
         );
-        await sleep(ms);
       }
     }
   }
 
-  private async commitOnce(offset: string, records: readonly OutRecord[]): Promise<void> {
+  /**
+   * Waits until the group shows `offset` as committed. EndTxn answers once the commit is
+   * decided; the markers that make the offset visible are written just after. A worker that
+   * stops waits for this, so whoever looks at the group right after sees the final commit.
+   */
+  async settled(offset: string, timeoutMs = 10_000): Promise<boolean> {
+    const { groupId, topic, partition } = this.options;
+    const deadline = Date.now() + timeoutMs;
+    for (let wait = 20; ; wait = Math.min(wait * 2, 500)) {
+      const offsets = await this.admin.fetchOffsets({ groupId, topics: [topic] }).catch(() => undefined);
+      const p = offsets?.[0]?.partitions.find((x) => x.partition === partition);
+      if (p !== undefined && p.offset !== '-1' && !greater(offset, p.offset)) return true;
+      if (Date.now() > deadline) return false;
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.producer.disconnect();
+  }
+
+  private async commitOnce(offset: string, highest: string, records: readonly OutRecord[]): Promise<void> {
+    const { groupId, topic, partition, progressTopic } = this.options;
+    const ledgerRecord: OutRecord = {
+      topic: progressTopic,
+      key: ProgressLedger.keyOf(groupId, topic, partition),
+      value: ProgressLedger.value(highest),
+    };
     const tx = await this.producer.transaction();
     try {
       // kafkajs puts one partition's records of a request into one record batch, which the
       // broker measures against max.message.bytes: keep each request's records small.
-      for (const chunk of chunksOf(records, CHUNK_BYTES)) {
+      for (const chunk of chunksOf([...records, ledgerRecord], CHUNK_BYTES)) {
         const byTopic = new Map<string, OutRecord[]>();
         for (const r of chunk) {
           const rs = byTopic.get(r.topic);
@@ -105,13 +198,21 @@ export class TransactionalCommitter implements CommitSink {
           acks: -1,
           topicMessages: [...byTopic].map(([t, rs]) => ({
             topic: t,
-            messages: rs.map((r) => ({ key: r.key, value: r.value, headers: r.headers })),
+            messages: rs.map((r) => ({
+              key: r.key,
+              value: r.value,
+              headers: r.headers,
+              // The ledger has one partition: every key is found in one place.
+              ...(t === progressTopic ? { partition: 0 } : {}),
+            })),
           })),
         });
       }
       await tx.sendOffsets({
-        consumerGroupId: this.options.groupId,
-        topics: [{ topic: this.options.topic, partitions: [{ partition: this.options.partition, offset }] }],
+        consumerGroupId: groupId,
+        topics: [
+          { topic, partitions: [{ partition, offset, metadata: `${METADATA_TAG}${highest}` } as never] },
+        ],
       });
       await tx.commit();
     } catch (err) {
@@ -121,12 +222,16 @@ export class TransactionalCommitter implements CommitSink {
   }
 }
 
-/** Records per produce request add up to at most this (a larger record goes alone). */
-const CHUNK_BYTES = 512 * 1024;
-/** What a truncated value keeps. */
+function fromMetadata(metadata: string | null | undefined): string | undefined {
+  if (!metadata?.startsWith(METADATA_TAG)) return undefined;
+  const v = metadata.slice(METADATA_TAG.length);
+  return /^\d+$/.test(v) ? v : undefined;
+}
+
+/** What a topic takes by default (broker message.max.bytes is about 1 MiB). */
+const DEFAULT_TOPIC_LIMIT = 1024 * 1024;
 const TRUNCATED_BYTES = 64 * 1024;
-/** Kafka's default max.message.bytes (1048588) less room for the batch and record overhead. */
-const DEFAULT_TOPIC_LIMIT = 1_000_000;
+const CHUNK_BYTES = 512 * 1024;
 
 const sizeOf = (r: OutRecord) =>
   (r.key?.length ?? 0) +

@@ -4,8 +4,8 @@ import type { Config } from '../config/config.js';
 
 /**
  * Input topics must exist (their partition count is a decision, not a default).
- * The dead-letter and trigger topics are created when missing, the DLQ with
- * room for the largest record a source topic may hold.
+ * The dead-letter, trigger and progress topics are created when missing, the DLQ with
+ * room for the largest record a source topic may hold, the progress ledger compacted.
  */
 export async function ensureTopics(admin: Admin, cfg: Config['kafka'], log: Logger): Promise<void> {
   // Input topics may be created by another job started alongside the worker: wait a while.
@@ -28,13 +28,22 @@ export async function ensureTopics(admin: Admin, cfg: Config['kafka'], log: Logg
   }
   const meta = await admin.fetchTopicMetadata({ topics: cfg.topics });
   const partitions = Math.max(1, ...meta.topics.map((t) => t.partitions.length));
-  const toCreate = [cfg.dlqTopic, cfg.triggersTopic]
+  const toCreate = [cfg.dlqTopic, cfg.triggersTopic, cfg.progressTopic]
     .filter((t) => !existing.has(t))
     .map((topic) => ({
       topic,
-      numPartitions: partitions,
+      // The progress ledger is read whole, rarely (after an offset reset): one compacted partition.
+      numPartitions: topic === cfg.progressTopic ? 1 : partitions,
       configEntries:
-        topic === cfg.dlqTopic ? [{ name: 'max.message.bytes', value: String(16 * 1024 * 1024) }] : [],
+        topic === cfg.dlqTopic
+          ? [{ name: 'max.message.bytes', value: String(16 * 1024 * 1024) }]
+          : topic === cfg.progressTopic
+            ? [
+                { name: 'cleanup.policy', value: 'compact' },
+                { name: 'segment.ms', value: String(3_600_000) },
+                { name: 'min.cleanable.dirty.ratio', value: '0.1' },
+              ]
+            : [],
     }));
   if (toCreate.length === 0) return;
   try {

@@ -42,8 +42,31 @@ export class WorkerMetrics {
   });
   readonly paused = new Gauge({
     name: 'rxingest_partition_paused',
-    help: '1 while a partition is paused (backpressure or start-up)',
+    help: '1 while a partition is paused for this reason (starting, backpressure, breaker, shed, stopping)',
+    labelNames: ['topic', 'partition', 'reason'] as const,
+    registers: [this.registry],
+  });
+  readonly deadLetters = new Counter({
+    name: 'rxingest_dead_letters_total',
+    help: 'Dead letters published, by error class',
+    labelNames: ['class'] as const,
+    registers: [this.registry],
+  });
+  readonly stalled = new Gauge({
+    name: 'rxingest_partition_stalled',
+    help: '1 while a partition has lag or unfinished work and made no commit for STALL_TIMEOUT_MS',
     labelNames: ['topic', 'partition'] as const,
+    registers: [this.registry],
+  });
+  readonly redisUp = new Gauge({
+    name: 'rxingest_redis_up',
+    help: '1 while Redis answers (it only saves work: ingestion goes on without it)',
+    registers: [this.registry],
+  });
+  readonly restarts = new Counter({
+    name: 'rxingest_partition_restarts_total',
+    help: 'Partition graphs started again after a failure (fenced, commit failed) while still assigned',
+    labelNames: ['reason'] as const,
     registers: [this.registry],
   });
 
@@ -60,6 +83,8 @@ export class WorkerMetrics {
       deadLetters: by('dead-letter'),
       triggers: (await this.triggers.get()).values[0]?.value ?? 0,
       commits: (await this.commits.get()).values[0]?.value ?? 0,
+      ignored: by('ignored'),
+      deleted: by('deleted'),
       inFlight: await sum(this.inFlight),
       lag: await sum(this.lag),
     };
@@ -72,6 +97,8 @@ export interface MetricsSnapshot {
   duplicates: number;
   stale: number;
   deadLetters: number;
+  ignored: number;
+  deleted: number;
   triggers: number;
   commits: number;
   inFlight: number;

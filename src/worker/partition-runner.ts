@@ -1,56 +1,76 @@
-import type { Admin, Consumer, Kafka, KafkaMessage, Producer } from 'kafkajs';
+import type { Admin, Consumer, Kafka, KafkaMessage } from 'kafkajs';
 import type { Logger } from 'pino';
 import { Subject, type Subscription } from 'rxjs';
 import type { Config } from '../config/config.js';
 import { ingestPartition, type PartitionPorts } from '../graph/partition-graph.js';
 import type { RawRecord } from '../model/message.js';
-import { OffsetTracker } from '../model/offset-tracker.js';
-import type { RecordDone } from '../model/outcome.js';
-import { PartitionLostError, TransactionalCommitter } from '../sinks/kafka-transactional-committer.js';
-import type { OutRecord } from '../sinks/ports.js';
+import { greater, OffsetTracker } from '../model/offset-tracker.js';
+import type { OutRecord } from '../model/out-record.js';
+import type { Done } from '../model/outcome.js';
+import type { Commit } from '../operators/commit-in-order.js';
+import type { RetryPolicy } from '../retry/retry-policy.js';
+import type { ProgressLedger } from '../sinks/kafka-progress-ledger.js';
+import { TransactionalCommitter } from '../sinks/kafka-transactional-committer.js';
 import type { WorkerMetrics } from './metrics.js';
+import type { PartitionPauses } from './partition-pauses.js';
 
 export interface PartitionRunnerDeps {
   readonly config: Config;
   readonly kafka: Kafka;
-  readonly consumer: Consumer;
+  readonly consumer: Pick<Consumer, 'seek'>;
   readonly admin: Admin;
+  readonly ledger: ProgressLedger;
   readonly ports: Omit<PartitionPorts, 'commits'>;
+  readonly retry: RetryPolicy;
+  readonly pauses: PartitionPauses;
   readonly metrics: WorkerMetrics;
   readonly log: Logger;
-  /** Called when the graph fails for a reason that is not "partition lost": the worker must stop. */
-  readonly onFatal: (err: unknown) => void;
 }
 
-type PauseReason = 'starting' | 'backpressure';
+/** How a runner ended: drained (revoked or stopping), or failed (lost, commit failed, a bug). */
+export type RunnerEnd = { readonly drained: true } | { readonly drained: false; readonly error: unknown };
 
 /**
- * Owns one assigned partition: its transactional producer, its offset tracker
- * and its graph. Feeds the graph from kafkajs batches, pauses the partition
- * above the high-water mark of unfinished records and resumes below the low one.
+ * Owns one assigned partition for as long as it lives: its transactional committer, its
+ * offset tracker and its graph. Feeds the graph from kafkajs batches (and the gaps that
+ * transaction markers and aborted records leave, so the committed offset reaches the
+ * partition's end), pauses the partition above the high-water mark of unfinished records
+ * — committed durably, so a slow transaction counts too — and resumes below the low one.
  *
- * On start it first fences the partition's previous owner (connecting a
- * producer with the partition's transactional id aborts that owner's open
- * transaction), then reads the committed offset and seeks to it, and only then
- * lets records in: an old owner's late commit can no longer slip in between.
+ * On start it first fences the partition's previous owner, then reads the committed
+ * offset and seeks to it, and only then lets records in: an old owner's late commit can
+ * no longer slip in between. A runner does not survive a failure: the worker replaces it
+ * (from the committed offset) while the partition is still assigned.
  */
 export class PartitionRunner {
   private readonly input = new Subject<RawRecord>();
   private readonly tracker = new OffsetTracker<OutRecord>();
   private readonly abort = new AbortController();
-  private readonly pauses = new Set<PauseReason>();
   private readonly log: Logger;
-  private producer: Producer | undefined;
+  private committer: TransactionalCommitter | undefined;
   private subscription: Subscription | undefined;
-  private lastOffset: bigint | undefined;
+  private lastOffset: string | undefined;
   private accepting = false;
-  /** Set once the partition is being given up: from then on its pause state belongs to its next owner. */
-  private released = false;
-  private finished!: Promise<void>;
-  private finish!: () => void;
+  private endOnce: ((end: RunnerEnd) => void) | undefined;
+  /** Settles once when the runner is over, however it ended. */
+  readonly ended: Promise<RunnerEnd>;
   private readonly labels: { topic: string; partition: string };
-  /** Counted per record as plain numbers, handed to prom-client per batch and commit (labelled metrics cost ~1 µs a call). */
-  private readonly counts = { in: 0, indexed: 0, duplicate: 0, stale: 0, 'dead-letter': 0 };
+  /** Counted per record as plain numbers, handed to prom-client per batch and commit. */
+  private readonly counts = {
+    in: 0,
+    indexed: 0,
+    duplicate: 0,
+    stale: 0,
+    'dead-letter': 0,
+    ignored: 0,
+    deleted: 0,
+    skipped: 0,
+  };
+  private highWatermark: string | undefined;
+  private committed: string | undefined;
+  private lastProgress = Date.now();
+  private stalled = false;
+  private watch: NodeJS.Timeout | undefined;
 
   constructor(
     readonly topic: string,
@@ -59,94 +79,78 @@ export class PartitionRunner {
   ) {
     this.log = deps.log.child({ topic, partition });
     this.labels = { topic, partition: String(partition) };
-    this.finished = new Promise((resolve) => {
-      this.finish = resolve;
+    this.ended = new Promise((resolve) => {
+      this.endOnce = (end) => {
+        this.endOnce = undefined;
+        resolve(end);
+      };
     });
   }
 
-  /** Called synchronously from GROUP_JOIN, before kafkajs fetches for the new generation. */
-  holdIntake(): void {
-    this.setPaused('starting', true);
+  get isAccepting(): boolean {
+    return this.accepting;
   }
 
   async start(): Promise<void> {
-    const { config, kafka, admin } = this.deps;
-    const transactionalId = TransactionalCommitter.transactionalId(
-      config.kafka.groupId,
-      this.topic,
-      this.partition,
-    );
-    this.producer = kafka.producer({
-      transactionalId,
-      idempotent: true,
-      maxInFlightRequests: 1,
-      transactionTimeout: 60_000,
-      // kafkajs's idempotence wants unbounded retries; the committer's own backoff and the
-      // drain timeout bound how long a commit may wait.
-      retry: { retries: Number.MAX_SAFE_INTEGER, maxRetryTime: 5_000 },
-    });
-    await this.producer.connect();
-    // kafkajs sends InitProducerId (which fences the previous owner and aborts its open
-    // transaction) only when the first transaction begins, not on connect: begin one now,
-    // before reading the committed offset.
-    await (await this.producer.transaction()).abort();
-    const offsets = await admin.fetchOffsets({ groupId: config.kafka.groupId, topics: [this.topic] });
-    const committed = offsets[0]?.partitions.find((p) => p.partition === this.partition)?.offset ?? '-1';
-    if (committed !== '-1') {
-      this.deps.consumer.seek({ topic: this.topic, partition: this.partition, offset: committed });
-    }
-    this.log.info({ committed, transactionalId }, 'partition assigned; previous owner fenced');
-
-    const committer = new TransactionalCommitter(
-      this.producer,
+    const { config, kafka, admin, ledger } = this.deps;
+    const opened = await TransactionalCommitter.open(
+      kafka,
+      admin,
+      ledger,
       {
         groupId: config.kafka.groupId,
         topic: this.topic,
         partition: this.partition,
-        retryBaseMs: config.graph.retryBaseMs,
-        retryMaxMs: config.graph.retryMaxMs,
+        progressTopic: config.kafka.progressTopic,
       },
       this.log,
-      this.abort.signal,
     );
+    this.committer = opened.committer;
+    this.committed = opened.committed;
+    if (opened.committed !== undefined) {
+      this.deps.consumer.seek({ topic: this.topic, partition: this.partition, offset: opened.committed });
+    }
+    this.log.info(
+      { committed: opened.committed ?? 'none', replayedBelow: opened.replayedBelow },
+      opened.replayedBelow === undefined
+        ? 'partition assigned; previous owner fenced'
+        : 'partition assigned after an offset reset: records below replayedBelow are rebuilt without sending their triggers or dead letters again',
+    );
+    if (this.abort.signal.aborted) {
+      await this.close({ drained: true });
+      return;
+    }
     this.subscription = ingestPartition(
       this.input,
-      { ...this.deps.ports, commits: committer },
+      { ...this.deps.ports, commits: opened.committer },
       {
         settings: config.graph,
         rules: config.triggerRules,
         topics: { triggers: config.kafka.triggersTopic, dlq: config.kafka.dlqTopic },
         tracker: this.tracker,
+        retry: this.deps.retry,
+        replayedBelow: opened.replayedBelow,
         signal: this.abort.signal,
-        onDone: (done) => this.onDone(done),
+        onDone: (batch) => this.onDone(batch),
       },
     ).subscribe({
-      next: (commit) => {
-        this.flushMetrics();
-        this.deps.metrics.commits.inc();
-        const triggers = commit.payloads.filter((r) => r.topic === config.kafka.triggersTopic).length;
-        if (triggers > 0) this.deps.metrics.triggers.inc(triggers);
-        this.log.debug({ offset: commit.offset, records: commit.payloads.length }, 'committed');
-      },
-      error: (err) => this.onGraphError(err),
-      complete: () => {
-        this.log.info({ offset: this.tracker.commitOffset }, 'partition drained');
-        this.finish();
-      },
+      next: (commit) => this.onCommit(commit),
+      error: (err) => void this.close({ drained: false, error: err }),
+      complete: () => void this.drained(),
     });
     this.accepting = true;
-    this.setPaused('starting', false);
+    this.watch = setInterval(() => this.checkStall(), Math.min(5_000, config.stallTimeoutMs / 2));
+    this.watch.unref();
   }
 
-  /** Hands a kafkajs batch to the graph. Returns false if the batch was not taken (not started yet). */
-  push(messages: readonly KafkaMessage[], highWatermark: string): boolean {
+  /** Hands a kafkajs batch to the graph. Returns false if the batch was not taken (not started, or over). */
+  push(messages: readonly KafkaMessage[], lastOffset: string, highWatermark: string): boolean {
     if (!this.accepting) return false;
     for (const m of messages) {
-      const offset = BigInt(m.offset);
       // After a rebalance that kept this partition, kafkajs fetches again from the committed
       // offset: what is already in the graph must not enter twice.
-      if (this.lastOffset !== undefined && offset <= this.lastOffset) continue;
-      this.lastOffset = offset;
+      if (this.lastOffset !== undefined && !greater(m.offset, this.lastOffset)) continue;
+      this.lastOffset = m.offset;
       this.counts.in++;
       this.input.next({
         topic: this.topic,
@@ -154,104 +158,171 @@ export class PartitionRunner {
         offset: m.offset,
         key: m.key,
         value: m.value,
+        headers: m.headers,
       });
     }
-    if (this.lastOffset !== undefined) {
-      const lag = BigInt(highWatermark) - this.lastOffset - 1n;
-      this.deps.metrics.lag.set(this.labels, Number(lag > 0n ? lag : 0n));
-    }
+    this.gapTo(lastOffset);
+    this.highWatermark = highWatermark;
     this.updateBackpressure();
     this.flushMetrics();
     return true;
   }
 
-  /** Stops intake, lets everything in the graph finish and commit, then closes. */
-  async drain(timeoutMs: number): Promise<void> {
-    if (!this.accepting) {
-      await this.close();
+  /**
+   * The fetch moved past `lastOffset` with nothing more to deliver below it (transaction
+   * markers, aborted records): a gap entry lets the commit reach past them.
+   */
+  gapTo(lastOffset: string): void {
+    if (!this.accepting || (this.lastOffset !== undefined && !greater(lastOffset, this.lastOffset))) return;
+    if (this.lastOffset === undefined && this.committed !== undefined && greater(this.committed, lastOffset))
       return;
+    this.lastOffset = lastOffset;
+    this.input.next({
+      topic: this.topic,
+      partition: this.partition,
+      offset: lastOffset,
+      key: null,
+      value: null,
+      gap: true,
+    });
+  }
+
+  /** Stops intake, lets everything in the graph finish and commit, then closes. */
+  async drain(timeoutMs: number): Promise<RunnerEnd> {
+    if (!this.accepting) {
+      this.abort.abort();
+      if (this.subscription === undefined && this.committer === undefined)
+        return this.close({ drained: true });
+      return this.ended;
     }
     this.accepting = false;
-    this.released = true;
     this.input.complete();
-    const timedOut = await Promise.race([
-      this.finished.then(() => false),
-      new Promise<boolean>((r) => setTimeout(() => r(true), timeoutMs).unref()),
-    ]);
-    if (timedOut) {
+    const timer = setTimeout(() => {
       this.log.warn(
-        { timeoutMs, committed: this.tracker.commitOffset, unfinished: this.tracker.pending },
+        { timeoutMs, committed: this.tracker.commitOffset, unfinished: this.tracker.unfinished },
         'drain timed out; unfinished records stay uncommitted and will be replayed',
       );
+      void this.close({ drained: false, error: new Error(`drain timed out after ${timeoutMs} ms`) });
+    }, timeoutMs);
+    timer.unref();
+    const end = await this.ended;
+    clearTimeout(timer);
+    return end;
+  }
+
+  /** Gives the partition up at once (the worker is failing): in-flight work is replayed by its next owner. */
+  async abandon(): Promise<RunnerEnd> {
+    return this.close({ drained: false, error: new Error('abandoned') });
+  }
+
+  /** Ends the runner with this error (its start failed). */
+  async fail(err: unknown): Promise<RunnerEnd> {
+    return this.close({ drained: false, error: err });
+  }
+
+  /** The graph finished with everything committed: wait until the last commit shows, then close. */
+  private async drained(): Promise<void> {
+    const offset = this.committed;
+    if (offset !== undefined && !(await this.committer?.settled(offset))) {
+      this.log.warn({ offset }, 'drained, but the final commit is not visible in the group yet');
     }
-    await this.close();
+    this.log.info({ offset: offset ?? 'none' }, 'partition drained');
+    await this.close({ drained: true });
   }
 
-  private async close(): Promise<void> {
-    this.released = true;
-    this.flushMetrics();
-    this.abort.abort();
-    this.subscription?.unsubscribe();
+  private async close(end: RunnerEnd): Promise<RunnerEnd> {
+    const settle = this.endOnce;
+    if (settle === undefined) return this.ended;
+    this.endOnce = undefined;
     this.accepting = false;
-    this.deps.metrics.inFlight.remove(this.labels);
-    this.deps.metrics.lag.remove(this.labels);
-    this.deps.metrics.paused.remove(this.labels);
-    await this.producer?.disconnect().catch((err) => this.log.warn({ err }, 'producer disconnect failed'));
-    this.finish();
+    this.abort.abort();
+    if (this.watch) clearInterval(this.watch);
+    this.flushMetrics();
+    this.subscription?.unsubscribe();
+    this.deps.pauses.set(this.topic, this.partition, 'backpressure', false);
+    const m = this.deps.metrics;
+    m.inFlight.remove(this.labels);
+    m.lag.remove(this.labels);
+    m.stalled.remove(this.labels);
+    await this.committer
+      ?.close()
+      .catch((err) => this.log.warn({ err: String(err) }, 'producer disconnect failed'));
+    settle(end);
+    return end;
   }
 
-  private onDone(done: RecordDone): void {
-    this.counts[done.kind]++;
-    // The tracker still counts this record (commitInOrder completes it right after this
-    // tap): off by one, which does not matter for a watermark.
-    if (this.pauses.has('backpressure')) this.updateBackpressure();
+  private onCommit(commit: Commit): void {
+    this.committed = commit.offset;
+    this.lastProgress = Date.now();
+    this.flushMetrics();
+    const m = this.deps.metrics;
+    m.commits.inc();
+    let triggers = 0;
+    for (const r of commit.records) if (r.topic === this.deps.config.kafka.triggersTopic) triggers++;
+    if (triggers > 0) m.triggers.inc(triggers);
+    this.updateBackpressure();
+    this.log.debug({ offset: commit.offset, records: commit.records.length }, 'committed');
+  }
+
+  private onDone(batch: readonly Done[]): void {
+    for (const d of batch) {
+      const o = d.entry.outcome;
+      this.counts[o.kind]++;
+      if (o.kind === 'dead-letter' && d.payloads.length > 0)
+        this.deps.metrics.deadLetters.inc({ class: o.errorClass });
+    }
   }
 
   private flushMetrics(): void {
     const m = this.deps.metrics;
     const c = this.counts;
     if (c.in > 0) m.recordsIn.inc(c.in);
-    for (const kind of ['indexed', 'duplicate', 'stale', 'dead-letter'] as const) {
+    c.in = 0;
+    for (const kind of ['indexed', 'duplicate', 'stale', 'dead-letter', 'ignored', 'deleted'] as const) {
       if (c[kind] > 0) m.recordsDone.inc({ outcome: kind }, c[kind]);
       c[kind] = 0;
     }
-    c.in = 0;
-    m.inFlight.set(this.labels, this.tracker.pending);
+    c.skipped = 0;
+    m.inFlight.set(this.labels, this.tracker.unfinished);
+    const lag = this.lag();
+    if (lag !== undefined) m.lag.set(this.labels, lag);
+  }
+
+  /** Records between the committed offset and the partition's end, as last fetched. */
+  private lag(): number | undefined {
+    if (this.highWatermark === undefined) return undefined;
+    const lag = Number(this.highWatermark) - Number(this.committed ?? '0');
+    return Math.max(lag, 0);
   }
 
   private updateBackpressure(): void {
-    const pending = this.tracker.pending;
+    if (!this.accepting) return;
+    const unfinished = this.tracker.unfinished;
     const { highWater, lowWater } = this.deps.config.graph;
-    if (pending >= highWater) this.setPaused('backpressure', true);
-    else if (pending <= lowWater) this.setPaused('backpressure', false);
+    if (unfinished >= highWater) this.deps.pauses.set(this.topic, this.partition, 'backpressure', true);
+    else if (unfinished <= lowWater) this.deps.pauses.set(this.topic, this.partition, 'backpressure', false);
   }
 
-  private setPaused(reason: PauseReason, on: boolean): void {
-    if (this.released) return;
-    const was = this.pauses.size > 0;
-    if (on) this.pauses.add(reason);
-    else this.pauses.delete(reason);
-    const now = this.pauses.size > 0;
-    if (was === now) return;
-    const tp = [{ topic: this.topic, partitions: [this.partition] }];
-    if (now) this.deps.consumer.pause(tp);
-    else this.deps.consumer.resume(tp);
-    this.deps.metrics.paused.set(this.labels, now ? 1 : 0);
-    this.log.debug({ paused: now, reason, pending: this.tracker.pending }, now ? 'paused' : 'resumed');
-  }
-
-  private onGraphError(err: unknown): void {
-    this.accepting = false;
-    if (err instanceof PartitionLostError || this.abort.signal.aborted) {
-      this.log.info({ err: String(err) }, 'partition lost to another worker; stopping its graph');
-      void this.close();
-      return;
-    }
-    this.log.error(
-      { err, committed: this.tracker.commitOffset, unfinished: this.tracker.pending },
-      'partition graph failed; offsets stay at the last safe commit',
-    );
-    void this.close();
-    this.deps.onFatal(err);
+  /** A partition with lag or unfinished work and no commit for STALL_TIMEOUT_MS is said so, once. */
+  private checkStall(): void {
+    const waiting = this.tracker.unfinished > 0 || (this.lag() ?? 0) > 0;
+    const idleFor = Date.now() - this.lastProgress;
+    const stalled = waiting && idleFor >= this.deps.config.stallTimeoutMs;
+    if (!waiting) this.lastProgress = Date.now();
+    if (stalled === this.stalled) return;
+    this.stalled = stalled;
+    this.deps.metrics.stalled.set(this.labels, stalled ? 1 : 0);
+    if (stalled) {
+      this.log.warn(
+        {
+          idleForMs: idleFor,
+          lag: this.lag(),
+          unfinished: this.tracker.unfinished,
+          committed: this.committed,
+          paused: this.deps.pauses.isPaused(this.topic, this.partition),
+        },
+        'partition stalled: lag or unfinished work and no commit (see earlier warnings for the cause)',
+      );
+    } else this.log.info({ committed: this.committed }, 'partition makes progress again');
   }
 }

@@ -4,13 +4,20 @@ import { Redis } from 'ioredis';
 import { Kafka, logLevel } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
+import { assertKafkajsReadCommitted } from '../kafkajs-patch/read-committed.js';
 import { type Enrich, identityEnrich } from '../operators/enrich-in-order.js';
+import { createRetryPolicy } from '../retry/retry-policy.js';
 import { ElasticsearchDocumentStore } from '../sinks/elasticsearch-document-store.js';
-import { RedisProcessedStore } from '../sinks/redis-processed-store.js';
+import { IndexEpochs } from '../sinks/elasticsearch-index-epochs.js';
+import { ProgressLedger } from '../sinks/kafka-progress-ledger.js';
+import { RedisHealth } from '../sinks/redis-health.js';
+import { RedisKnownCopies } from '../sinks/redis-known-copies.js';
 import { ensureIndices } from './elasticsearch-setup.js';
 import { kafkaLogCreator } from './kafka-log.js';
 import { ensureTopics } from './kafka-setup.js';
 import { WorkerMetrics } from './metrics.js';
+import { PartitionPauses } from './partition-pauses.js';
+import { PartitionRegistry } from './partition-registry.js';
 import { PartitionRunner } from './partition-runner.js';
 
 export interface WorkerOptions {
@@ -22,33 +29,38 @@ export interface WorkerOptions {
 
 export interface WorkerHandle {
   readonly metrics: WorkerMetrics;
-  /** Drains every partition, commits, disconnects. Safe to call more than once. */
+  /** Drains every partition, commits, leaves the group, disconnects. Safe to call more than once. */
   stop(): Promise<void>;
   /** Settles when the worker has stopped: resolves after stop(), rejects on a fatal error. */
   readonly stopped: Promise<void>;
 }
 
 /**
- * The worker: joins the consumer group and runs one graph per assigned
- * partition (PartitionRunner), built when the partition is assigned and
- * drained when it is revoked or the worker stops.
+ * The worker: joins the consumer group and runs one graph per assigned partition
+ * (PartitionRunner, kept alive by PartitionRegistry). Redis is optional: the worker starts
+ * and ingests without it, and uses it as soon as it answers.
  */
 export async function startWorker({
   config,
   log,
   enrich = identityEnrich,
 }: WorkerOptions): Promise<WorkerHandle> {
+  // Input topics and the progress ledger are read read_committed: refuse a kafkajs that leaks aborted records.
+  assertKafkajsReadCommitted();
   const metrics = new WorkerMetrics();
+  const retry = createRetryPolicy({ baseMs: config.graph.retryBaseMs, maxMs: config.graph.retryMaxMs });
   const es = new Client({
     node: config.elasticsearch.node,
     requestTimeout: config.elasticsearch.requestTimeoutMs,
-    maxRetries: 0, // the document store retries per item, with backoff
+    maxRetries: 0, // the document store retries per item, with the retry policy
   });
   const redis = new Redis(config.redis.url, {
-    enableOfflineQueue: false,
-    commandTimeout: 2_000,
-    maxRetriesPerRequest: 1,
     lazyConnect: true,
+    // Fail fast instead of queueing while Redis is away: it only saves work.
+    enableOfflineQueue: false,
+    commandTimeout: 1_000,
+    maxRetriesPerRequest: 0,
+    retryStrategy: (times) => retry.delay(Math.min(times, 6)) + 100,
   });
   const kafka = new Kafka({
     clientId: config.kafka.clientId,
@@ -58,35 +70,32 @@ export async function startWorker({
     retry: { retries: 8, initialRetryTime: 200, maxRetryTime: 5_000 },
   });
   const admin = kafka.admin();
+  const heartbeatInterval = Math.min(3_000, Math.floor(config.kafka.sessionTimeoutMs / 3));
   const consumer = kafka.consumer({
     groupId: config.kafka.groupId,
     sessionTimeout: config.kafka.sessionTimeoutMs,
-    heartbeatInterval: Math.min(3_000, Math.floor(config.kafka.sessionTimeoutMs / 3)),
+    heartbeatInterval,
     // A paused partition's resume waits for the fetch loop's sleep: keep it short.
     maxWaitTimeInMs: 250,
     maxBytesPerPartition: config.kafka.maxBytesPerPartition,
     readUncommitted: false,
   });
+  const redisHealth = new RedisHealth(
+    redis,
+    { probeEveryMs: 1_000, onChange: (up) => metrics.redisUp.set(up ? 1 : 0) },
+    log.child({ component: 'redis' }),
+  );
 
   let server: Server | undefined;
-  const runners = new Map<string, { runner: PartitionRunner; starting: Promise<void> }>();
-  let stopping: Promise<void> | undefined;
-  let settle!: { resolve: () => void; reject: (e: unknown) => void };
-  const stopped = new Promise<void>((resolve, reject) => {
-    settle = { resolve, reject };
-  });
-  stopped.catch(() => undefined);
-
   const closeClients = async () => {
+    redisHealth.stop();
     await Promise.allSettled([consumer.disconnect(), admin.disconnect(), es.close()]);
     redis.disconnect();
     server?.close();
   };
 
   try {
-    await redis.connect().catch((err) => {
-      throw new Error(`Redis at ${config.redis.url} is unreachable: ${err.message}`);
-    });
+    redisHealth.start();
     await ensureIndices(es, config.elasticsearch, log);
     await admin.connect();
     await ensureTopics(admin, config.kafka, log);
@@ -98,75 +107,92 @@ export async function startWorker({
   }
 
   const ports = {
-    processed: new RedisProcessedStore(
+    known: new RedisKnownCopies(
       redis,
-      { keyPrefix: config.redis.keyPrefix, ttlMs: config.redis.processedTtlMs },
-      log,
+      {
+        keyPrefix: config.redis.keyPrefix,
+        group: config.kafka.groupId,
+        ttlMs: config.redis.processedTtlMs,
+        eventsIndex: config.elasticsearch.eventsIndex,
+      },
+      new IndexEpochs(es),
+      redisHealth,
+      log.child({ component: 'redis' }),
     ),
     documents: new ElasticsearchDocumentStore(
       es,
       {
         profilesIndex: config.elasticsearch.profilesIndex,
         eventsIndex: config.elasticsearch.eventsIndex,
-        retryBaseMs: config.graph.retryBaseMs,
-        retryMaxMs: config.graph.retryMaxMs,
+        retry,
       },
-      log,
+      log.child({ component: 'elasticsearch' }),
     ),
     enrich,
   };
 
+  let stopping: Promise<void> | undefined;
+  let settle!: { resolve: () => void; reject: (e: unknown) => void };
+  const stopped = new Promise<void>((resolve, reject) => {
+    settle = { resolve, reject };
+  });
+  stopped.catch(() => undefined);
+
+  const pauses = new PartitionPauses(
+    consumer,
+    {
+      paused: (topic, partition, reason, on) =>
+        metrics.paused.set({ topic, partition: String(partition), reason }, on ? 1 : 0),
+    },
+    log,
+  );
+  const ledger = new ProgressLedger(kafka, admin, config.kafka.progressTopic, log);
   const fail = (err: unknown) => {
     if (stopping) return;
     log.fatal({ err }, 'worker failed; stopping without committing unfinished work');
     stopping = (async () => {
+      await registry.abandonAll();
       await consumer.stop().catch(() => undefined);
-      await Promise.allSettled([...runners.values()].map(({ runner }) => runner.drain(0)));
       await closeClients();
     })();
     void stopping.then(() => settle.reject(err));
   };
-
-  const key = (topic: string, partition: number) => `${topic}[${partition}]`;
+  const registry = new PartitionRegistry({
+    createRunner: (topic, partition) =>
+      new PartitionRunner(topic, partition, {
+        config,
+        kafka,
+        consumer,
+        admin,
+        ledger,
+        ports,
+        retry,
+        pauses,
+        metrics,
+        log,
+      }),
+    pauses,
+    retry,
+    metrics,
+    log,
+    drainTimeoutMs: config.shutdownTimeoutMs,
+    fencedBackoffMs: 2 * heartbeatInterval,
+    onFatal: fail,
+  });
 
   // kafkajs has no revoke callback: GROUP_JOIN carries the new assignment, and it is
   // emitted synchronously before the new generation's first fetch, so new partitions
-  // can be held back here until their previous owner is fenced.
-  consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
-    if (stopping) return;
-    const assigned = new Set<string>();
-    for (const [topic, partitions] of Object.entries(payload.memberAssignment)) {
-      for (const p of partitions) assigned.add(key(topic, p));
-    }
-    for (const [k, entry] of runners) {
-      if (assigned.has(k)) continue;
-      runners.delete(k);
-      log.info({ partition: k }, 'partition revoked; draining');
-      void entry.starting.then(() => entry.runner.drain(config.shutdownTimeoutMs));
-    }
-    for (const [topic, partitions] of Object.entries(payload.memberAssignment)) {
-      for (const p of partitions) {
-        if (runners.has(key(topic, p))) continue;
-        const runner = new PartitionRunner(topic, p, {
-          config,
-          kafka,
-          consumer,
-          admin,
-          ports,
-          metrics,
-          log,
-          onFatal: fail,
-        });
-        runner.holdIntake();
-        const starting = runner.start().catch((err) => fail(err));
-        runners.set(key(topic, p), { runner, starting });
-      }
-    }
+  // are held back (paused) until their previous owner is fenced.
+  consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => registry.assign(payload.memberAssignment));
+  // A fetch that brought only transaction markers or aborted records never reaches
+  // eachBatch; its end still moves the partition's position.
+  consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
+    if (payload.batchSize === 0)
+      registry.runnerFor(payload.topic, payload.partition)?.gapTo(payload.lastOffset);
   });
-
   consumer.on(consumer.events.CRASH, ({ payload }) => {
     if (!payload.restart) fail(payload.error);
-    else log.warn({ err: payload.error }, 'Kafka consumer crashed; kafkajs restarts it');
+    else log.warn({ err: String(payload.error) }, 'Kafka consumer crashed; kafkajs restarts it');
   });
 
   await consumer.run({
@@ -174,11 +200,11 @@ export async function startWorker({
     eachBatchAutoResolve: false,
     partitionsConsumedConcurrently: 8,
     eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
-      const entry = runners.get(key(batch.topic, batch.partition));
-      if (batch.messages.length === 0 || entry === undefined) return;
-      // Not taken (still starting): leave the offset unresolved, kafkajs fetches it again.
-      if (!entry.runner.push(batch.messages, batch.highWatermark)) return;
-      resolveOffset(batch.messages[batch.messages.length - 1]!.offset);
+      const runner = registry.runnerFor(batch.topic, batch.partition);
+      if (runner === undefined || batch.messages.length === 0) return;
+      // Not taken (starting, draining): leave the offset unresolved, kafkajs fetches it again.
+      if (!runner.push(batch.messages, batch.lastOffset(), batch.highWatermark)) return;
+      resolveOffset(batch.lastOffset());
       await heartbeat();
     },
   });
@@ -203,14 +229,11 @@ export async function startWorker({
 
   const stop = () => {
     stopping ??= (async () => {
-      log.info('stopping: draining partitions');
-      await consumer.stop().catch((err) => log.warn({ err }, 'consumer stop failed'));
-      await Promise.allSettled(
-        [...runners.values()].map(async ({ runner, starting }) => {
-          await starting;
-          await runner.drain(config.shutdownTimeoutMs);
-        }),
-      );
+      // Stop fetching and drain while still in the group: consumer.stop() sends LeaveGroup at
+      // once, and the peers would take the partitions (fencing this worker) mid-drain.
+      log.info('stopping: draining partitions before leaving the group');
+      await registry.drainAll(config.shutdownTimeoutMs);
+      await consumer.stop().catch((err) => log.warn({ err: String(err) }, 'consumer stop failed'));
       await closeClients();
       log.info(await metrics.snapshot(), 'stopped');
       settle.resolve();

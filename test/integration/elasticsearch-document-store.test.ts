@@ -3,6 +3,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProfileUpdate } from '../../src/model/message.js';
 import { type MergedUpdate, mergeUpdates, type ProfileDocument } from '../../src/model/profile-merge.js';
+import { createRetryPolicy } from '../../src/retry/retry-policy.js';
 import { ElasticsearchDocumentStore } from '../../src/sinks/elasticsearch-document-store.js';
 import type { EventDocument, EventWrite } from '../../src/sinks/ports.js';
 import { type ExtraEsNode, freePort, startExtraEsNode } from '../support/extra-es-node.js';
@@ -45,15 +46,35 @@ async function createIndices(es: Client, profilesIndex: string, eventsIndex: str
         name: { type: 'keyword' },
         ts: { type: 'date' },
         data: { type: 'object', dynamic: 'runtime' },
+        origin: {
+          properties: {
+            topic: { type: 'keyword' },
+            partition: { type: 'integer' },
+            offset: { type: 'long' },
+          },
+        },
       },
     },
   });
 }
 
+const policy = (baseMs: number, maxMs: number) => createRetryPolicy({ baseMs, maxMs });
+
+let nextOffset = 0;
+/** An event document as the worker writes it: created by the record at `in/0/<offset>`. */
 const event = (id: string, over: Partial<EventDocument['source']> = {}): EventDocument => ({
   id,
-  source: { clientId: 'c-1', name: 'purchase', ts: '2026-11-30T12:00:00.000Z', data: { n: id }, ...over },
+  source: {
+    clientId: 'c-1',
+    name: 'purchase',
+    ts: '2026-11-30T12:00:00.000Z',
+    data: { n: id },
+    origin: { topic: 'in', partition: 0, offset: nextOffset++ },
+    ...over,
+  },
 });
+const originKey = (e: EventDocument) =>
+  `${e.source.origin.topic}/${e.source.origin.partition}/${e.source.origin.offset}`;
 
 const profile = (
   clientId: string,
@@ -102,7 +123,7 @@ describe('ElasticsearchDocumentStore against the stack Elasticsearch', () => {
   const es = esClient();
   const profilesIndex = uniqueName('rxingest-test-profiles');
   const eventsIndex = uniqueName('rxingest-test-events');
-  const options = { profilesIndex, eventsIndex, retryBaseMs: 20, retryMaxMs: 500 };
+  const options = { profilesIndex, eventsIndex, retry: policy(20, 500) };
   const store = new ElasticsearchDocumentStore(es, options, silent);
 
   beforeAll(async () => {
@@ -119,12 +140,19 @@ describe('ElasticsearchDocumentStore against the stack Elasticsearch', () => {
   };
 
   describe('createEvents', () => {
-    it("answers 'created' for a new id, then 'exists' (a 409 on create) for the same id, keeping the first", async () => {
+    it("answers 'created' for a new id, then 'exists' with the creator's origin for the same id, keeping the first", async () => {
       const first = [event('e-1'), event('e-2')];
       expect(await store.createEvents(first)).toEqual([{ status: 'created' }, { status: 'created' }]);
 
       const again = [event('e-3'), event('e-1', { name: 'resent' })];
-      expect(await store.createEvents(again)).toEqual([{ status: 'created' }, { status: 'exists' }]);
+      expect(await store.createEvents(again)).toEqual([
+        { status: 'created' },
+        { status: 'exists', owner: originKey(first[0]!) },
+      ]);
+      // A replay of the creating record finds its own origin.
+      expect(await store.createEvents([first[1]!])).toEqual([
+        { status: 'exists', owner: originKey(first[1]!) },
+      ]);
 
       const res = await es.mget<EventDocument['source']>({ index: eventsIndex, ids: ['e-1', 'e-2', 'e-3'] });
       const sources = res.docs.map((d) => ('_source' in d ? d._source : undefined));
@@ -132,11 +160,9 @@ describe('ElasticsearchDocumentStore against the stack Elasticsearch', () => {
     });
 
     it("answers 'created' then 'exists' for the same id twice within one bulk", async () => {
-      const results = await store.createEvents([
-        event('dup', { name: 'first' }),
-        event('dup', { name: 'second' }),
-      ]);
-      expect(results).toEqual([{ status: 'created' }, { status: 'exists' }]);
+      const firstCopy = event('dup', { name: 'first' });
+      const results = await store.createEvents([firstCopy, event('dup', { name: 'second' })]);
+      expect(results).toEqual([{ status: 'created' }, { status: 'exists', owner: originKey(firstCopy) }]);
       const doc = await es.get<EventDocument['source']>({ index: eventsIndex, id: 'dup' });
       expect(doc._source?.name).toBe('first');
     });
@@ -261,6 +287,147 @@ describe('ElasticsearchDocumentStore against the stack Elasticsearch', () => {
   });
 });
 
+describe("ElasticsearchDocumentStore: a fault of the destination is never the record's fault", () => {
+  const es = esClient();
+  const profilesIndex = uniqueName('rxingest-test-profiles');
+  // Indices with "-noauto-" in their name are never auto-created (cluster setting below).
+  const eventsIndex = uniqueName('rxingest-test-noauto-events');
+  const store = new ElasticsearchDocumentStore(
+    es,
+    { profilesIndex, eventsIndex, retry: policy(20, 200) },
+    silent,
+  );
+
+  beforeAll(async () => {
+    await es.cluster.putSettings({ persistent: { 'action.auto_create_index': '-*-noauto-*,+*' } });
+    await createIndices(es, profilesIndex, eventsIndex);
+  });
+  afterAll(async () => {
+    await es.cluster.putSettings({ persistent: { 'action.auto_create_index': null } });
+    await es.indices.delete({ index: `${profilesIndex},${eventsIndex}*`, ignore_unavailable: true });
+    await es.close();
+  });
+
+  it('retries writes to a write-blocked index (403 cluster_block_exception) until the block is lifted', async () => {
+    await es.indices.putSettings({
+      index: [profilesIndex, eventsIndex],
+      settings: { 'index.blocks.write': true },
+    });
+    const { counts } = countItemStatuses(es);
+    const events = [event('blocked-1'), event('blocked-2')];
+    const writing = Promise.all([
+      store.createEvents(events),
+      store.mergeProfiles([one(profile('blocked', 'p-1', 1, { plan: 'pro' }))]),
+    ]);
+    await waitFor('blocked items answered 403', () => (counts.get(403) ?? 0) >= 3, {
+      timeoutMs: 10_000,
+      intervalMs: 20,
+    });
+    await es.indices.putSettings({
+      index: [profilesIndex, eventsIndex],
+      settings: { 'index.blocks.write': false },
+    });
+    const [eventResults, profileResults] = await writing;
+    expect(eventResults).toEqual([{ status: 'created' }, { status: 'created' }]);
+    expect(profileResults).toEqual([{ status: 'applied' }]);
+  });
+
+  it('waits for a deleted events index while auto-create is off, never rejecting, and writes once it is back', async () => {
+    await es.indices.delete({ index: eventsIndex });
+    const { counts } = countItemStatuses(es);
+    const events = [event('missing-1'), event('missing-2'), event('missing-3')];
+    const writing = store.createEvents(events);
+    await waitFor('items answered 404 index_not_found', () => (counts.get(404) ?? 0) >= 6, {
+      timeoutMs: 10_000,
+      intervalMs: 20,
+    });
+    // The operator creates the index again: everything lands, nothing was refused.
+    await es.indices.create({ index: eventsIndex });
+    expect(await writing).toEqual(events.map(() => ({ status: 'created' })));
+    const res = await es.mget({ index: eventsIndex, ids: events.map((e) => e.id) });
+    expect(res.docs.every((d) => 'found' in d && d.found)).toBe(true);
+  });
+
+  it('waits for a deleted profiles index (mget answers 404) and merges once it is back', async () => {
+    await es.indices.delete({ index: profilesIndex });
+    const noAuto = uniqueName('rxingest-test-noauto-profiles');
+    const s2 = new ElasticsearchDocumentStore(
+      es,
+      { profilesIndex: noAuto, eventsIndex, retry: policy(20, 200) },
+      silent,
+    );
+    const writing = s2.mergeProfiles([one(profile('gone', 'p-9', 3, { tier: 'gold' }))]);
+    await new Promise((r) => setTimeout(r, 300));
+    await createIndices(es, noAuto, `${noAuto}-unused`);
+    expect(await writing).toEqual([{ status: 'applied' }]);
+    const doc = await es.get<ProfileDocument>({ index: noAuto, id: 'gone' });
+    expect(doc._source?.data).toEqual({ tier: 'gold' });
+    await es.indices.delete({ index: `${noAuto},${noAuto}-unused` });
+    await createIndices(es, profilesIndex, `${profilesIndex}-unused`);
+  });
+
+  it('under a date pattern creates the day index itself (from the template) when auto-create is off', async () => {
+    const pattern = `${eventsIndex}-{yyyy.MM.dd}`;
+    await es.indices.putIndexTemplate({
+      name: `${eventsIndex}-template`,
+      index_patterns: [`${eventsIndex}-*`],
+      template: { mappings: { properties: { origin: { properties: { offset: { type: 'long' } } } } } },
+    });
+    const daily = new ElasticsearchDocumentStore(
+      es,
+      { profilesIndex, eventsIndex: pattern, retry: policy(20, 200) },
+      silent,
+    );
+    const e1 = event('day-1', { ts: '2026-12-24T23:59:59.999Z' });
+    const e2 = event('day-2', { ts: '2026-12-25T00:00:00.000+01:00' }); // 2026-12-24 in UTC
+    const e3 = event('day-3', { ts: '2026-12-25T00:00:00.000Z' });
+    expect(await daily.createEvents([e1, e2, e3])).toEqual([
+      { status: 'created' },
+      { status: 'created' },
+      { status: 'created' },
+    ]);
+    expect((await es.get({ index: `${eventsIndex}-2026.12.24`, id: 'day-2' })).found).toBe(true);
+    expect((await es.get({ index: `${eventsIndex}-2026.12.25`, id: 'day-3' })).found).toBe(true);
+    // A re-sent copy carries the same ts, so it meets its original in the same index.
+    expect(await daily.createEvents([event('day-2', { ts: e2.source.ts })])).toEqual([
+      { status: 'exists', owner: originKey(e2) },
+    ]);
+    await es.indices.deleteIndexTemplate({ name: `${eventsIndex}-template` });
+  });
+
+  it('deletes profiles (tombstones): deleted, or absent when there is none', async () => {
+    await store.mergeProfiles([one(profile('to-delete', 'p-1', 1, { plan: 'pro' }))]);
+    expect(await store.deleteProfiles(['to-delete', 'never-there'])).toEqual([
+      { status: 'deleted' },
+      { status: 'absent' },
+    ]);
+    expect(await es.exists({ index: profilesIndex, id: 'to-delete' })).toBe(false);
+  });
+
+  it('stores and merges fields named __proto__, constructor and prototype like any other, and no prototype changes', async () => {
+    const hostile = (id: string, version: number, entries: [string, unknown][]) =>
+      profile('hostile', id, version, Object.fromEntries(entries) as Record<string, unknown>);
+    const u1 = JSON.parse('{"__proto__":{"isAdmin":true},"plan":"free","constructor":{"prototype":{"x":1}}}');
+    const u2 = JSON.parse('{"__proto__":{"isAdmin":false},"prototype":"p"}');
+    const results = await store.mergeProfiles([
+      mergeUpdates([hostile('h-1', 1, Object.entries(u1)), hostile('h-2', 2, Object.entries(u2))]),
+    ]);
+    expect(results).toEqual([{ status: 'applied' }]);
+    const res = await es.transport.request<{ _source: { data: unknown } }>({
+      method: 'GET',
+      path: `/${profilesIndex}/_doc/hostile`,
+    });
+    const data = JSON.parse(JSON.stringify(res._source.data));
+    expect(Object.keys(data).sort()).toEqual(['__proto__', 'constructor', 'plan', 'prototype']);
+    // JSON text, not an object literal: in a literal `__proto__` would set the prototype.
+    expect(JSON.stringify(data)).toBe(
+      '{"__proto__":{"isAdmin":false},"plan":"free","constructor":{"prototype":{"x":1}},"prototype":"p"}',
+    );
+    expect(({} as { isAdmin?: unknown }).isAdmin).toBeUndefined();
+    expect(Object.getOwnPropertyNames(Object.prototype)).not.toContain('isAdmin');
+  });
+});
+
 /**
  * A second node that pushes back: a tiny indexing-pressure limit (a bulk above it, or
  * several at once, gets a request-level 429) and a one-thread write pool with a queue
@@ -276,7 +443,7 @@ describe('ElasticsearchDocumentStore retries against a second node under pressur
   };
   const profilesIndex = uniqueName('rxingest-test-profiles');
   const eventsIndex = uniqueName('rxingest-test-events');
-  const options = { profilesIndex, eventsIndex, retryBaseMs: 20, retryMaxMs: 300 };
+  const options = { profilesIndex, eventsIndex, retry: policy(20, 300) };
   let node: ExtraEsNode | undefined;
   let es: Client;
 
@@ -296,11 +463,11 @@ describe('ElasticsearchDocumentStore retries against a second node under pressur
       early.log,
     );
     earlyWrite = earlyStore.createEvents(earlyEvents, AbortSignal.timeout(170_000)).catch((e: Error) => e);
-    await waitFor('a refused connection', () => early.lines.some((l) => /will retry/.test(l.msg)), {
+    await waitFor('a refused connection', () => early.lines.some((l) => /failing; retrying/.test(l.msg)), {
       timeoutMs: 10_000,
       intervalMs: 20,
     });
-    failuresBeforeStart = early.lines.filter((l) => /will retry/.test(l.msg)).length;
+    failuresBeforeStart = early.lines.filter((l) => /failing; retrying/.test(l.msg)).length;
 
     node = await startExtraEsNode({ httpPort: port, settings: pressure });
     expect(node.port).toBe(port);
@@ -316,9 +483,9 @@ describe('ElasticsearchDocumentStore retries against a second node under pressur
 
   it('retries connection errors while nothing listens, and writes everything once a node is up', async () => {
     expect(failuresBeforeStart).toBeGreaterThan(0);
-    expect(early.lines.find((l) => /will retry/.test(l.msg))?.err).toMatch(
-      /ConnectionError|NoLivingConnections/,
-    );
+    expect(
+      (early.lines.find((l) => /failing; retrying/.test(l.msg)) as { why?: string } | undefined)?.why,
+    ).toMatch(/ConnectionError|NoLivingConnections/);
     const results = await earlyWrite;
     expect(results).toEqual(earlyEvents.map(() => ({ status: 'created' })));
     const res = await es.mget({ index: `${eventsIndex}-early`, ids: earlyEvents.map((e) => e.id) });

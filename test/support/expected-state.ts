@@ -4,11 +4,11 @@
  * and `events` documents and the trigger messages. It is written from /work/shared/contract.md
  * alone and imports nothing from src/, so a bug in the worker cannot hide in a shared helper.
  *
- * Everything keyed by outside input lives in Maps or null-prototype objects, and forbidden keys
- * are poison before any merge, so hostile keys cannot reach a prototype here either.
+ * Everything keyed by outside input lives in Maps or null-prototype objects: keys such as
+ * `__proto__` are ordinary data (contract), and they cannot reach a prototype here either.
  */
 
-export type OracleErrorClass = 'invalid-json' | 'schema' | 'too-large' | 'rejected';
+export type OracleErrorClass = 'invalid-json' | 'schema' | 'too-large' | 'rejected' | 'tombstone';
 
 export interface TriggerRule {
   readonly id: string;
@@ -27,18 +27,28 @@ export interface ExpectedStateOptions {
    * `type: "event"` messages are matched. Set to also match unique profile updates.
    */
   readonly matchProfiles?: boolean;
+  /** TOMBSTONES: what a null value does. Default `dead-letter`. */
+  readonly tombstones?: 'dead-letter' | 'ignore' | 'delete';
 }
 
-/** Anything that carries a produced value: a Buffer, null (a tombstone), or a record with `.value`. */
-export type ProducedValue = Buffer | null | { readonly value: Buffer | null };
+/**
+ * Anything that carries a produced value: a Buffer, null (a tombstone), or a record with
+ * `.value` (and `.key`, which a tombstone under TOMBSTONES=delete names its client by).
+ * Give them in the order they were produced: a delete removes what came before it.
+ */
+export type ProducedValue =
+  | Buffer
+  | null
+  | { readonly value: Buffer | null; readonly key?: string | Buffer | null };
 
 export interface PoisonVerdict {
   /** Position in the input. */
   readonly index: number;
   readonly value: Buffer | null;
   /**
-   * The class the oracle would give it: `too-large`, `invalid-json` (also a null value), or
-   * `schema` (also a forbidden key). The contract fixes only that it is poison.
+   * The class the oracle would give it: `too-large`, `invalid-json`, `schema` (also nesting
+   * deeper than Elasticsearch's 1,000 levels), or `tombstone` (a null value under
+   * TOMBSTONES=dead-letter). The contract fixes only that it is poison.
    */
   readonly errorClass: OracleErrorClass;
   readonly reason: string;
@@ -103,8 +113,6 @@ export type Verdict =
 
 export const ORACLE_DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024;
 
-const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
-
 const has = (o: object, k: string): boolean => Object.hasOwn(o, k);
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
@@ -112,26 +120,23 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> =>
 
 const nonEmptyString = (v: unknown): v is string => typeof v === 'string' && v.length > 0;
 
-/** The first forbidden key anywhere inside `v` (objects and arrays, any depth), as a path. */
-function forbiddenKeyPath(v: unknown, path: string): string | undefined {
-  if (Array.isArray(v)) {
-    for (let i = 0; i < v.length; i++) {
-      const found = forbiddenKeyPath(v[i], `${path}[${i}]`);
-      if (found) return found;
-    }
-    return undefined;
+/** Elasticsearch refuses documents nested deeper than this; the worker documents them as poison. */
+const MAX_DEPTH = 1000;
+
+/** How deeply objects and arrays nest in a parsed value (no recursion: hostile input may be deep). */
+function depthOf(v: unknown): number {
+  let max = 0;
+  const stack: [unknown, number][] = [[v, 1]];
+  while (stack.length > 0) {
+    const [x, d] = stack.pop()!;
+    if (typeof x !== 'object' || x === null) continue;
+    if (d > max) max = d;
+    for (const child of Object.values(x)) stack.push([child, d + 1]);
   }
-  if (typeof v === 'object' && v !== null) {
-    for (const k of Object.keys(v)) {
-      if (FORBIDDEN_KEYS.has(k)) return `${path}.${k}`;
-      const found = forbiddenKeyPath((v as Record<string, unknown>)[k], `${path}.${k}`);
-      if (found) return found;
-    }
-  }
-  return undefined;
+  return max;
 }
 
-/** A deep copy made only of null-prototype objects and arrays. */
+/** A deep copy made only of null-prototype objects and arrays (`__proto__` stays a plain key). */
 function bareCopy(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(bareCopy);
   if (typeof v === 'object' && v !== null) {
@@ -154,7 +159,7 @@ export function classifyValue(
     errorClass,
     reason,
   });
-  if (value === null) return poison('invalid-json', 'null value (tombstone)');
+  if (value === null) return poison('tombstone', 'null value (tombstone)');
   if (value.length > maxMessageBytes) {
     return poison('too-large', `${value.length} bytes > MAX_MESSAGE_BYTES ${maxMessageBytes}`);
   }
@@ -195,8 +200,7 @@ export function classifyValue(
     name = n;
     if (!isPlainObject(data)) return poison('schema', 'data: expected an object');
   }
-  const bad = forbiddenKeyPath(data ?? {}, 'data');
-  if (bad) return poison('schema', `forbidden key ${bad}`);
+  if (depthOf(parsed) > MAX_DEPTH) return poison('schema', `nested deeper than ${MAX_DEPTH} levels`);
 
   return {
     ok: true,
@@ -250,8 +254,11 @@ export function expectedState(
   const maxBytes = options.maxMessageBytes ?? ORACLE_DEFAULT_MAX_MESSAGE_BYTES;
   const rules = options.rules ?? [];
 
+  const tombstones = options.tombstones ?? 'dead-letter';
   const poison: PoisonVerdict[] = [];
   const firstById = new Map<string, { bytes: Buffer; message: ValidMessage }>();
+  // First copies and profile deletes, in the order produced: a delete removes what came before.
+  const sequence: ({ message: ValidMessage } | { deletes: string })[] = [];
   const conflicting = new Set<string>();
   let accepted = 0;
   let duplicates = 0;
@@ -259,6 +266,16 @@ export function expectedState(
   let index = 0;
   for (const item of values) {
     const value = item === null || Buffer.isBuffer(item) ? item : item.value;
+    if (value === null && tombstones !== 'dead-letter') {
+      const key = item === null || Buffer.isBuffer(item) ? undefined : item.key;
+      const client = key === undefined || key === null ? '' : String(key);
+      if (tombstones === 'delete' && client !== '') sequence.push({ deletes: client });
+      else if (tombstones === 'delete') {
+        poison.push({ index, value, errorClass: 'tombstone', reason: 'tombstone without a client key' });
+      }
+      index++;
+      continue;
+    }
     const verdict = classifyValue(value, maxBytes);
     if (!verdict.ok) {
       poison.push({ index, value, errorClass: verdict.errorClass, reason: verdict.reason });
@@ -270,6 +287,7 @@ export function expectedState(
         if (!seen.bytes.equals(value as Buffer)) conflicting.add(verdict.message.id);
       } else {
         firstById.set(verdict.message.id, { bytes: value as Buffer, message: verdict.message });
+        sequence.push({ message: verdict.message });
       }
     }
     index++;
@@ -281,7 +299,13 @@ export function expectedState(
   const events = new Map<string, ExpectedEvent>();
   const triggers = new Map<string, ExpectedTrigger>();
 
-  for (const { message: m } of firstById.values()) {
+  for (const step of sequence) {
+    if ('deletes' in step) {
+      fields.delete(step.deletes);
+      versions.delete(step.deletes);
+      continue;
+    }
+    const m = step.message;
     if (m.type === 'profile') {
       const version = m.version as number;
       versions.set(m.clientId, Math.max(versions.get(m.clientId) ?? -1, version));

@@ -20,6 +20,14 @@ export interface ExtraEsNode {
   readonly logFile: string;
   /** Stops the node and its child processes, then deletes its data. Safe to call twice. */
   stop(): Promise<void>;
+  /** SIGSTOP to every process of the node: connections stay open, nothing answers. */
+  freeze(): void;
+  /** SIGCONT. */
+  thaw(): void;
+  /** Stops the node (SIGTERM, data kept): connections are refused until `start()`. */
+  halt(): Promise<void>;
+  /** Starts a halted node again on the same port with the same data. */
+  start(): Promise<void>;
 }
 
 export interface ExtraEsNodeOptions {
@@ -134,41 +142,50 @@ export async function startExtraEsNode(options: ExtraEsNodeOptions = {}): Promis
   const command = isRoot
     ? ['runuser', '-u', esUser, '--', 'env', ...env, join(esHome, 'bin', 'elasticsearch')]
     : ['env', ...env, join(esHome, 'bin', 'elasticsearch')];
-  const out = openSync(logFile, 'a');
-  let child: ChildProcess;
-  try {
-    // Its own process group: stop() signals the launcher, the CLI JVM and the server JVM together.
-    child = spawn(command[0]!, command.slice(1), { detached: true, stdio: ['ignore', out, out] });
-  } finally {
-    closeSync(out);
-  }
-  const pgid = child.pid!;
+  const url = `http://127.0.0.1:${port}`;
+  let pgid = 0;
   let exited = false;
-  child.once('exit', () => {
-    exited = true;
-  });
   // Never leave a JVM behind, even if the test process dies without running afterAll.
   const onExit = () => {
-    if (groupAlive(pgid)) process.kill(-pgid, 'SIGKILL');
+    if (pgid && groupAlive(pgid)) process.kill(-pgid, 'SIGKILL');
   };
   process.once('exit', onExit);
+
+  const kill = async () => {
+    if (pgid && groupAlive(pgid)) {
+      process.kill(-pgid, 'SIGCONT');
+      process.kill(-pgid, 'SIGTERM');
+    }
+    const deadline = Date.now() + 30_000;
+    while (pgid && groupAlive(pgid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    if (pgid && groupAlive(pgid)) process.kill(-pgid, 'SIGKILL');
+    while (pgid && groupAlive(pgid)) await new Promise((r) => setTimeout(r, 50));
+  };
 
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
     stopped = true;
     process.removeListener('exit', onExit);
-    if (groupAlive(pgid)) process.kill(-pgid, 'SIGTERM');
-    const deadline = Date.now() + 30_000;
-    while (groupAlive(pgid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    if (groupAlive(pgid)) process.kill(-pgid, 'SIGKILL');
-    while (groupAlive(pgid)) await new Promise((r) => setTimeout(r, 50));
+    await kill();
     await rm(runDir, { recursive: true, force: true });
   };
 
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + (options.startTimeoutMs ?? 150_000);
-  try {
+  const launch = async () => {
+    const out = openSync(logFile, 'a');
+    let child: ChildProcess;
+    try {
+      // Its own process group: stop() signals the launcher, the CLI JVM and the server JVM together.
+      child = spawn(command[0]!, command.slice(1), { detached: true, stdio: ['ignore', out, out] });
+    } finally {
+      closeSync(out);
+    }
+    pgid = child.pid!;
+    exited = false;
+    child.once('exit', () => {
+      exited = true;
+    });
+    const deadline = Date.now() + (options.startTimeoutMs ?? 150_000);
     for (;;) {
       if (exited)
         throw new Error(`the JVM exited during startup; last lines of ${logFile}:\n${await tail(logFile)}`);
@@ -185,9 +202,22 @@ export async function startExtraEsNode(options: ExtraEsNodeOptions = {}): Promis
       }
       await new Promise((r) => setTimeout(r, 250));
     }
+  };
+
+  try {
+    await launch();
   } catch (err) {
     await stop();
     throw new Error(`extra Elasticsearch node could not start: ${(err as Error).message}`);
   }
-  return { url, port, logFile, stop };
+  return {
+    url,
+    port,
+    logFile,
+    stop,
+    freeze: () => process.kill(-pgid, 'SIGSTOP'),
+    thaw: () => process.kill(-pgid, 'SIGCONT'),
+    halt: kill,
+    start: launch,
+  };
 }

@@ -60,6 +60,8 @@ export async function waitFor<T>(
 }
 
 export interface ReadRecord {
+  partition: number;
+  offset: number;
   key: string | null;
   value: Buffer | null;
   headers: Record<string, string>;
@@ -72,22 +74,11 @@ export interface ReadRecord {
  * so it cannot be the judge of exactly-once. Two passes: JSON for headers, and a
  * length-prefixed raw format for the exact key and value bytes (JSON mangles non-UTF-8).
  */
-export async function readCommitted(topic: string): Promise<ReadRecord[]> {
+export async function readCommitted(topic: string, brokers = stackEnv.kafkaBrokers): Promise<ReadRecord[]> {
   const kcat = (format: string[]) =>
     run(
       'kcat',
-      [
-        '-C',
-        '-b',
-        stackEnv.kafkaBrokers,
-        '-t',
-        topic,
-        '-e',
-        '-q',
-        '-X',
-        'isolation.level=read_committed',
-        ...format,
-      ],
+      ['-C', '-b', brokers, '-t', topic, '-e', '-q', '-X', 'isolation.level=read_committed', ...format],
       { maxBuffer: 1024 * 1024 * 1024, encoding: 'buffer' },
     );
   const [json, raw] = await Promise.all([kcat(['-J']), kcat(['-f', '%p %o %K %S\n%k%s\n'])]);
@@ -122,6 +113,12 @@ export async function readCommitted(topic: string): Promise<ReadRecord[]> {
       const b = bytes.get(`${m.partition}:${m.offset}`);
       if (b === undefined)
         throw new Error(`kcat: ${topic} ${m.partition}:${m.offset} missing from the raw pass`);
-      return { key: b.key?.toString('utf8') ?? null, value: b.value, headers };
+      return {
+        partition: m.partition,
+        offset: m.offset,
+        key: b.key?.toString('utf8') ?? null,
+        value: b.value,
+        headers,
+      };
     });
 }

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createWriteStream, mkdirSync } from 'node:fs';
+import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** A real worker process (`rxingest worker` through tsx, no build step), its log in .stack/logs. */
@@ -8,6 +8,8 @@ export interface WorkerProcess {
   readonly logFile: string;
   /** Resolves with the exit code (or the signal's name). */
   readonly exited: Promise<number | string>;
+  /** The largest resident set size seen so far (MB), sampled every 250 ms from /proc. */
+  maxRssMb(): number;
 }
 
 export function spawnWorker(env: Record<string, string>, name: string): WorkerProcess {
@@ -21,8 +23,22 @@ export function spawnWorker(env: Record<string, string>, name: string): WorkerPr
   });
   child.stdout?.pipe(log);
   child.stderr?.pipe(log);
+  let maxRss = 0;
+  const sample = setInterval(() => {
+    try {
+      const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
+      const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+      maxRss = Math.max(maxRss, kb / 1024);
+    } catch {
+      // Gone already.
+    }
+  }, 250);
+  sample.unref();
   const exited = new Promise<number | string>((resolve) => {
-    child.on('exit', (code, signal) => resolve(code ?? signal ?? 'unknown'));
+    child.on('exit', (code, signal) => {
+      clearInterval(sample);
+      resolve(code ?? signal ?? 'unknown');
+    });
   });
-  return { child, logFile, exited };
+  return { child, logFile, exited, maxRssMb: () => maxRss };
 }

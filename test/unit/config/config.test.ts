@@ -36,7 +36,10 @@ describe('loadConfig: defaults', () => {
     expect(c.kafka.dlqTopic).toBe('ingest.dlq');
     expect(c.graph.maxMessageBytes).toBe(1_048_576);
     expect(c.graph.dedupWindowMs).toBe(10_000);
-    expect(c.redis.processedTtlMs).toBe(7 * 24 * 60 * 60 * 1000);
+    expect(c.kafka.progressTopic).toBe('ingest.progress');
+    // Sized to redelivery, not to history: Elasticsearch's origin decides ownership.
+    expect(c.redis.processedTtlMs).toBe(24 * 60 * 60 * 1000);
+    expect(c.stallTimeoutMs).toBe(120_000);
     expect(c.triggerRules).toEqual([]);
   });
 
@@ -94,6 +97,7 @@ describe('loadConfig: a bad value is one line naming the variable, the value and
     ['KAFKA_MAX_BYTES_PER_PARTITION', '12', 'a whole number from 1024'],
     ['DLQ_TOPIC', 'dead letters', 'a Kafka topic name'],
     ['TRIGGERS_TOPIC', 'triggers/all', 'a Kafka topic name'],
+    ['PROGRESS_TOPIC', 'progress ledger', 'a Kafka topic name'],
     ['ES_NODE', 'localhost:9200', 'a URL starting with http:// or https://'],
     ['ES_REQUEST_TIMEOUT_MS', '50', 'a whole number from 100 to 600000'],
     ['PROFILES_INDEX', 'Profiles', 'an Elasticsearch index name'],
@@ -114,6 +118,7 @@ describe('loadConfig: a bad value is one line naming the variable, the value and
     ['RETRY_BASE_MS', '0', 'a whole number from 1 to 60000'],
     ['RETRY_MAX_MS', '600001', 'a whole number from 1 to 600000'],
     ['SHUTDOWN_TIMEOUT_MS', '-5', 'a whole number from 0 to 600000'],
+    ['STALL_TIMEOUT_MS', '999', 'a whole number from 1000 to 86400000'],
     ['LOG_LEVEL', 'verbose', 'one of fatal, error, warn, info, debug'],
     ['METRICS_PORT', '65536', 'a whole number from 0 to 65535'],
   ];
@@ -161,8 +166,8 @@ describe('loadConfig: settings that depend on each other', () => {
     expect(message).toMatch(/^RETRY_MAX_MS=100 .*RETRY_BASE_MS \(500\)/);
   });
 
-  it('rejects an input topic that is the DLQ or the triggers topic', () => {
-    for (const topic of ['ingest.dlq', 'ingest.triggers']) {
+  it('rejects an input topic that is the DLQ, the triggers or the progress topic', () => {
+    for (const topic of ['ingest.dlq', 'ingest.triggers', 'ingest.progress']) {
       const { message } = configError(() => loadConfig({ INGEST_TOPICS: `ingest.events,${topic}` }, noFile));
       expectOneLine(message);
       expect(message).toMatch(/^INGEST_TOPICS=/);

@@ -147,7 +147,7 @@ describe('classifyValue: poison', () => {
   });
 
   it('rejects what is not JSON, or not a JSON object', () => {
-    expect(verdict(null)).toBe('invalid-json');
+    expect(verdict(null)).toBe('tombstone');
     expect(verdict(Buffer.alloc(0))).toBe('invalid-json');
     expect(verdict(Buffer.from('{"id":'))).toBe('invalid-json');
     expect(verdict(Buffer.from("{'id':'x'}"))).toBe('invalid-json');
@@ -199,7 +199,8 @@ describe('classifyValue: poison', () => {
     expect(verdict(Buffer.alloc(1024 * 1024 + 1, 0x20))).toBe('too-large');
   });
 
-  it('rejects __proto__, constructor and prototype anywhere inside data, without polluting anything', () => {
+  it('accepts __proto__, constructor and prototype anywhere inside data as ordinary fields, polluting nothing', () => {
+    const before = Object.getOwnPropertyNames(Object.prototype).sort();
     const texts = [
       '{"__proto__":{"polluted":true}}',
       '{"constructor":{"prototype":{"polluted":true}}}',
@@ -210,19 +211,24 @@ describe('classifyValue: poison', () => {
     for (const data of texts) {
       const profileText = `{"id":"x","clientId":"c","type":"profile","version":1,"ts":"2026-01-01T00:00:00Z","data":${data}}`;
       const eventText = `{"id":"y","clientId":"c","type":"event","name":"n","ts":"2026-01-01T00:00:00Z","data":${data}}`;
-      expect(verdict(Buffer.from(profileText)), data).toBe('schema');
-      expect(verdict(Buffer.from(eventText)), data).toBe('schema');
+      expect(verdict(Buffer.from(profileText)), data).toBe('ok');
+      expect(verdict(Buffer.from(eventText)), data).toBe('ok');
     }
     const state = expectedState(
-      texts.map((d) =>
+      texts.map((d, i) =>
         Buffer.from(
-          `{"id":"z","clientId":"c","type":"profile","version":1,"ts":"2026-01-01T00:00:00Z","data":${d}}`,
+          `{"id":"z${i}","clientId":"c","type":"profile","version":${i + 1},"ts":"2026-01-01T00:00:00Z","data":${d}}`,
         ),
       ),
     );
-    expect(state.poison).toHaveLength(texts.length);
-    expect(state.profiles.size).toBe(0);
+    expect(state.poison).toHaveLength(0);
+    const merged = state.profiles.get('c')!.data;
+    expect(Object.keys(merged).sort()).toEqual(['__proto__', 'a', 'constructor', 'items', 'prototype']);
+    expect(JSON.stringify(Object.getOwnPropertyDescriptor(merged, '__proto__')?.value)).toBe(
+      '{"polluted":true}',
+    );
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(Object.getOwnPropertyNames(Object.prototype).sort()).toEqual(before);
   });
 });
 

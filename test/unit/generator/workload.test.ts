@@ -3,6 +3,7 @@ import {
   countKinds,
   DEFAULT_BASE_TIME_MS,
   describeWorkload,
+  HOSTILE_KEY_VARIANTS,
   type PoisonKind,
   planBatch,
   planWorkload,
@@ -34,6 +35,17 @@ const versionsByClient = (records: readonly WorkloadRecord[]) => {
     out.set(r.clientId!, list);
   }
   return out;
+};
+
+/** Which of HOSTILE_KEY_VARIANTS a message's data carries (own keys only), if any. */
+const hostileVariant = (data: unknown): string | undefined => {
+  if (typeof data !== 'object' || data === null) return undefined;
+  const own = (o: unknown, k: string) => typeof o === 'object' && o !== null && Object.hasOwn(o, k);
+  const d = data as Record<string, unknown>;
+  for (const k of ['__proto__', 'constructor', 'prototype']) if (own(d, k)) return `data.${k}`;
+  if (own(d.meta, '__proto__')) return 'data.meta.__proto__';
+  if (Array.isArray(d.items) && own(d.items[1], 'constructor')) return 'data.items[1].constructor';
+  return undefined;
 };
 
 const hasInversion = (vs: readonly number[]) => vs.some((v, i) => i > 0 && v < (vs[i - 1] as number));
@@ -142,7 +154,13 @@ describe('planWorkload', () => {
   });
 
   it('writes contract messages: key = clientId, uuid ids, every field right', () => {
-    const plan = planWorkload({ seed: 9, count: 5000, clients: 20, maxMessageBytes: 4096 });
+    const plan = planWorkload({
+      seed: 9,
+      count: 5000,
+      clients: 20,
+      maxMessageBytes: 4096,
+      hostileKeyShare: 0,
+    });
     const ids = new Set<string>();
     for (const r of originals(plan)) {
       const m = json(r);
@@ -280,15 +298,15 @@ describe('planWorkload', () => {
     expect(poison).toHaveLength(200);
     const kinds = new Set(poison.map((p) => p.poisonKind));
     expect([...kinds].sort()).toEqual(
-      ['forbidden-key', 'invalid-json', 'missing-field', 'null-value', 'oversize', 'wrong-type'].sort(),
+      ['invalid-json', 'missing-field', 'null-value', 'oversize', 'wrong-type'].sort(),
     );
+    // A null value is a tombstone: under the default TOMBSTONES it is dead-lettered as such.
     const expectedClass: Record<PoisonKind, string> = {
       'invalid-json': 'invalid-json',
-      'null-value': 'invalid-json',
+      'null-value': 'tombstone',
       'missing-field': 'schema',
       'wrong-type': 'schema',
       oversize: 'too-large',
-      'forbidden-key': 'schema',
     };
     for (const p of poison) {
       const verdict = classifyValue(p.value, max);
@@ -302,8 +320,6 @@ describe('planWorkload', () => {
         expect(classifyValue(p.value, max * 2).ok).toBe(true);
       }
       if (p.poisonKind === 'null-value') expect(p.value).toBeNull();
-      if (p.poisonKind === 'forbidden-key')
-        expect(p.value!.toString()).toMatch(/"(__proto__|constructor|prototype)"/);
     }
     // Variety inside the kinds.
     const details = (k: PoisonKind) =>
@@ -311,8 +327,53 @@ describe('planWorkload', () => {
     expect(details('invalid-json').size).toBeGreaterThanOrEqual(4);
     expect(details('missing-field').size).toBeGreaterThanOrEqual(4);
     expect(details('wrong-type').size).toBeGreaterThanOrEqual(8);
-    expect(details('forbidden-key').size).toBe(5);
     expect(poison.some((p) => p.key === null)).toBe(true);
+  });
+
+  it('puts keys such as __proto__ into valid messages with hostileKeyShare, never into a prototype', () => {
+    const before = Object.getOwnPropertyNames(Object.prototype).sort();
+    const plan = planWorkload({
+      seed: 21,
+      count: 5000,
+      hostileKeyShare: 0.2,
+      poisonShare: 0,
+      duplicateShare: 0,
+    });
+    const sent = originals(plan);
+    const found = new Map<string, number>();
+    let profiles = 0;
+    let events = 0;
+    for (const r of sent) {
+      const variant = hostileVariant(json(r).data);
+      if (variant === undefined) continue;
+      found.set(variant, (found.get(variant) ?? 0) + 1);
+      if (r.kind === 'profile') profiles++;
+      else events++;
+      // Valid by the contract: ordinary field names.
+      const verdict = classifyValue(r.value);
+      expect(verdict.ok, r.value!.toString()).toBe(true);
+    }
+    const hostile = [...found.values()].reduce((a, b) => a + b, 0);
+    expect(hostile / sent.length).toBeGreaterThan(0.16);
+    expect(hostile / sent.length).toBeLessThan(0.24);
+    expect([...found.keys()].sort()).toEqual([...HOSTILE_KEY_VARIANTS].sort());
+    expect(profiles).toBeGreaterThan(0);
+    expect(events).toBeGreaterThan(0);
+    expect(Object.getOwnPropertyNames(Object.prototype).sort()).toEqual(before);
+    expect(({} as Record<string, unknown>).isAdmin).toBeUndefined();
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  it('puts hostile keys into about 1% of valid messages by default, and none with hostileKeyShare = 0', () => {
+    const share = (opts: Parameters<typeof planWorkload>[0]) => {
+      const sent = originals(planWorkload({ seed: 22, count: 20_000, ...opts }));
+      return sent.filter((r) => hostileVariant(json(r).data) !== undefined).length / sent.length;
+    };
+    const byDefault = share({});
+    expect(byDefault).toBeGreaterThan(0.005);
+    expect(byDefault).toBeLessThan(0.015);
+    expect(share({ hostileKeyShare: 0 })).toBe(0);
+    expect(() => planWorkload({ hostileKeyShare: 1.5 })).toThrow(/hostileKeyShare/);
   });
 
   it('can restrict the poison kinds', () => {

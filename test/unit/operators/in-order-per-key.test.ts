@@ -2,6 +2,7 @@ import { map, type Observable, of, Subject, timer, VirtualTimeScheduler } from '
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
 import { inOrderPerKey } from '../../../src/operators/in-order-per-key.js';
+import { unhandledErrorsOf } from '../support/unhandled-errors.js';
 
 const testScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
 
@@ -223,6 +224,116 @@ describe('inOrderPerKey', () => {
     expect(scheduler.actions).toHaveLength(0);
     expect(source.observed).toBe(false);
     expect(opened.at(-1)).toBe(0);
+  });
+
+  describe('values without a key', () => {
+    /** Key undefined for jobs whose key is 0: they belong to no group. */
+    const keyOrNone = (j: Job) => (j.key === 0 ? undefined : j.key);
+
+    it('runs their work at once, beside the lanes, and emits each result as soon as it is ready', () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        // a (key 1) takes 5; x and y (no key) take 3 and 1: neither waits for a nor for each other.
+        const jobs = { a: job('a', 1, 5), x: job('x', 0, 3), y: job('y', 0, 1), c: job('c', 1, 1) };
+        const source = cold('axyc---|', jobs);
+        // x 1→4, y 2→3, a 0→5, c queued behind a: 5→6.
+        expectObservable(source.pipe(inOrderPerKey(keyOrNone, work, { idleCloseMs: 10 }))).toBe(
+          '---yxac|',
+          names('axyc'),
+        );
+      });
+    });
+
+    it('opens no group for them', () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const groups = new Subject<number>();
+        const source = cold('xy-|', { x: job('x', 0, 1), y: job('y', 0, 1) });
+        expectObservable(
+          source.pipe(
+            inOrderPerKey(keyOrNone, work, { idleCloseMs: 2, onGroupsChanged: (n) => groups.next(n) }),
+          ),
+        ).toBe('-xy|', names('xy'));
+        expectObservable(groups).toBe('');
+      });
+    });
+
+    it('waits for their work in flight before completing', () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const source = cold('x|', { x: job('x', 0, 7) });
+        expectObservable(source.pipe(inOrderPerKey(keyOrNone, work, { idleCloseMs: 2 }))).toBe(
+          '7ms (x|)',
+          names('x'),
+        );
+      });
+    });
+
+    it('emits array results at once', () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const source = cold('x 9ms y 3ms |', { x: job('x', 0, 0), y: job('y', 0, 0) });
+        expectObservable(
+          source.pipe(inOrderPerKey(keyOrNone, (j) => [j.name, j.name.toUpperCase()], { idleCloseMs: 2 })),
+        ).toBe('(xX) 6ms (yY)|', { x: 'x', X: 'X', y: 'y', Y: 'Y' });
+      });
+    });
+
+    it('handles work that answers synchronously with an observable (of), without an unhandled error', async () => {
+      const out: string[] = [];
+      let completed = false;
+      const unhandled = await unhandledErrorsOf(() => {
+        const source = new Subject<Job>();
+        source.pipe(inOrderPerKey(keyOrNone, (j) => of(j.name), { idleCloseMs: 2 })).subscribe({
+          next: (v) => out.push(v),
+          complete: () => {
+            completed = true;
+          },
+        });
+        source.next(job('x', 0, 0));
+        source.next(job('y', 0, 0));
+        source.complete();
+      });
+      expect(unhandled).toEqual([]);
+      expect(out).toEqual(['x', 'y']);
+      expect(completed).toBe(true);
+    });
+
+    it('cancels their work in flight on unsubscribe', () => {
+      const scheduler = new VirtualTimeScheduler();
+      const source = new Subject<Job>();
+      const out: string[] = [];
+      const sub = source
+        .pipe(
+          inOrderPerKey(keyOrNone, (j) => timer(j.ms, scheduler).pipe(map(() => j.name)), {
+            idleCloseMs: 5,
+            scheduler,
+          }),
+        )
+        .subscribe((v) => out.push(v));
+      source.next(job('x', 0, 50));
+      expect(scheduler.actions).toHaveLength(1);
+      sub.unsubscribe();
+      expect(scheduler.actions).toHaveLength(0);
+      scheduler.flush();
+      expect(out).toEqual([]);
+    });
+
+    it('propagates an error from their work', () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const boom = new Error('boom');
+        const source = cold('ax-|', { a: job('a', 1, 5), x: job('x', 0, 1) });
+        const failing = (j: Job) =>
+          j.key === 0
+            ? timer(1).pipe(
+                map(() => {
+                  throw boom;
+                }),
+              )
+            : work(j);
+        expectObservable(source.pipe(inOrderPerKey(keyOrNone, failing, { idleCloseMs: 2 }))).toBe(
+          '--#',
+          undefined,
+          boom,
+        );
+      });
+    });
   });
 
   it('rejects an idleCloseMs that is not a finite number > 0', () => {

@@ -1,0 +1,95 @@
+import { expect } from 'vitest';
+import { planWorkload, type WorkloadOptions, type WorkloadRecord } from '../../../src/generator/workload.js';
+import type { Pipeline } from '../../support/pipeline.js';
+import type { WorkerProcess } from '../../support/worker-process.js';
+
+/** How big a scenario runs: the short form in `npm test`, the full one in `npm run test:faults`. */
+export interface Size {
+  readonly messages: number;
+  readonly kills: number;
+  /** How long servers stay frozen or stopped (ms). */
+  readonly outageMs: number;
+  /** The bound on a worker's resident memory (MB). */
+  readonly maxRssMb: number;
+}
+
+export const SHORT: Size = { messages: 10_000, kills: 3, outageMs: 6_000, maxRssMb: 700 };
+export const FULL: Size = { messages: 200_000, kills: 10, outageMs: 30_000, maxRssMb: 700 };
+
+/** What every scenario reports (the issue note quotes these). */
+export interface ScenarioReport {
+  readonly scenario: string;
+  readonly messages: number;
+  readonly unique: number;
+  readonly poison: number;
+  readonly triggers: number;
+  readonly kills?: number;
+  readonly outages?: string;
+  readonly lost: number;
+  readonly duplicated: number;
+  readonly maxRssMb: number;
+}
+
+/** The scenarios' traffic: re-sent ids inside and far outside the window, poison, hostile keys, shuffled versions. */
+export function traffic(seed: number, count: number, over: WorkloadOptions = {}): WorkloadRecord[] {
+  return planWorkload({
+    seed,
+    count,
+    ratePerSec: Math.max(5_000, count / 10),
+    ...(over.ratePerSec !== undefined ? { ratePerSec: over.ratePerSec } : {}),
+    clients: 300,
+    duplicateShare: 0.01,
+    duplicateDelayMs: { min: 10, max: 500 },
+    lateDuplicateShare: 0.01,
+    lateDuplicateDelayMs: { min: 1_500, max: 4_000 },
+    poisonShare: 0.005,
+    poisonKinds: ['invalid-json', 'missing-field', 'wrong-type', 'null-value'],
+    hostileKeyShare: 0.005,
+    shuffleVersions: 0.1,
+    ...over,
+  });
+}
+
+/** Waits until the committed total passes `target`, then returns (the moment to disturb something). */
+export async function whenCommitted(p: Pipeline, target: number): Promise<void> {
+  await p.waitCommitted(Math.floor(target), 240_000);
+}
+
+/**
+ * The end of every scenario: everything committed to the partitions' ends, the contract's
+ * state exactly (profiles per field, events once with origin, triggers exactly once, dead
+ * letters once with headers), resident memory bounded. Returns the figures for the report.
+ */
+export async function finish(
+  p: Pipeline,
+  scenario: string,
+  workers: readonly WorkerProcess[],
+  size: Size,
+  extra: Partial<ScenarioReport> & { events?: ReadonlySet<string> } = {},
+): Promise<ScenarioReport> {
+  await p.waitForEnd(300_000);
+  const expected = p.expected();
+  const d = await p.assertContract(expected, { events: extra.events });
+  const maxRssMb = Math.max(...workers.map((w) => w.maxRssMb()));
+  expect(maxRssMb, 'peak RSS of a worker (MB)').toBeLessThan(size.maxRssMb);
+  const report: ScenarioReport = {
+    scenario,
+    messages: expected.accepted + expected.poison.length,
+    unique: expected.events.size + expected.profiles.size,
+    poison: expected.poison.length,
+    triggers: expected.triggers.size,
+    lost: d.missingEvents + d.wrongProfiles + d.missingTriggers + d.missingDeadLetters,
+    duplicated: d.extraEvents + d.duplicateTriggers + d.duplicateDeadLetters,
+    maxRssMb: Math.round(maxRssMb),
+    ...extra,
+  };
+  delete (report as { events?: unknown }).events;
+  process.stdout.write(`[faults] ${JSON.stringify(report)}\n`);
+  return report;
+}
+
+export async function stopGracefully(w: WorkerProcess): Promise<void> {
+  if (w.child.exitCode !== null || w.child.signalCode !== null) return;
+  w.child.kill('SIGTERM');
+  expect(await w.exited).toBe(0);
+}

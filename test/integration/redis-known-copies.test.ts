@@ -1,0 +1,195 @@
+import type { Client } from '@elastic/elasticsearch';
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { IndexEpochs } from '../../src/sinks/elasticsearch-index-epochs.js';
+import { RedisHealth } from '../../src/sinks/redis-health.js';
+import { RedisKnownCopies } from '../../src/sinks/redis-known-copies.js';
+import { type PrivateRedis, startPrivateRedis } from '../support/private-redis.js';
+import { esClient, uniqueName, waitFor } from '../support/stack.js';
+
+/**
+ * RedisKnownCopies against a real Redis (a private redis-server, so that it can be frozen,
+ * stopped and flushed) and the real Elasticsearch (index epochs): what InMemoryKnownCopies
+ * stands for — owners of known ids only, last owner remembered — plus what only the real one
+ * has: marks scoped by pipeline and by index incarnation, a TTL, and never waiting on or
+ * failing because of a Redis that is away.
+ */
+
+/** The client options the worker uses. */
+const workerRedis = (url: string) =>
+  new Redis(url, {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    commandTimeout: 500,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => 100,
+  });
+
+const captureLog = () => {
+  const lines: { level: number; msg: string }[] = [];
+  const log = pino({ level: 'debug' }, { write: (s: string) => lines.push(JSON.parse(s)) });
+  return { log, lines };
+};
+
+const event = (id: string) => ({ id, ts: '2026-11-30T12:00:00.000Z' });
+
+describe('RedisKnownCopies', () => {
+  let redis: PrivateRedis;
+  let es: Client;
+  const index = uniqueName('known-copies-events');
+
+  beforeAll(async () => {
+    redis = await startPrivateRedis();
+    es = esClient();
+    await es.indices.create({ index });
+  });
+  afterAll(async () => {
+    await es.indices.delete({ index }, { ignore: [404] });
+    await es.close();
+    await redis.dispose();
+  });
+
+  function store(group: string, url = redis.url) {
+    const client = workerRedis(url);
+    const { log, lines } = captureLog();
+    const states: boolean[] = [];
+    const health = new RedisHealth(client, { probeEveryMs: 100, onChange: (up) => states.push(up) }, log);
+    health.start();
+    const known = new RedisKnownCopies(
+      client,
+      { keyPrefix: 'rxingest:owner:', group, ttlMs: 60_000, eventsIndex: index },
+      new IndexEpochs(es, 0),
+      health,
+      log,
+    );
+    return {
+      client,
+      health,
+      known,
+      lines,
+      states,
+      close: () => {
+        health.stop();
+        client.disconnect();
+      },
+    };
+  }
+
+  it('answers the owners it was told, and nothing for ids it does not know', async () => {
+    const s = store('g1');
+    try {
+      await waitFor('Redis up', () => s.health.usable, { timeoutMs: 5_000 });
+      await s.known.remember([
+        { event: event('a'), owner: 'in/0/1' },
+        { event: event('b'), owner: 'in/1/7' },
+      ]);
+      expect(await s.known.owners([event('a'), event('b'), event('c')])).toEqual(
+        new Map([
+          ['a', 'in/0/1'],
+          ['b', 'in/1/7'],
+        ]),
+      );
+      const raw = new Redis(redis.url);
+      const ttl = await raw.pttl('rxingest:owner:g1:a');
+      raw.disconnect();
+      expect(ttl).toBeGreaterThan(50_000);
+      expect(ttl).toBeLessThanOrEqual(60_000);
+    } finally {
+      s.close();
+    }
+  });
+
+  it('keeps the marks of two pipelines (consumer groups) apart', async () => {
+    const one = store('pipeline-one');
+    const two = store('pipeline-two');
+    try {
+      await waitFor('Redis up', () => one.health.usable && two.health.usable, { timeoutMs: 5_000 });
+      await one.known.remember([{ event: event('shared-id'), owner: 'one/0/1' }]);
+      expect(await two.known.owners([event('shared-id')])).toEqual(new Map());
+      expect(await one.known.owners([event('shared-id')])).toEqual(new Map([['shared-id', 'one/0/1']]));
+    } finally {
+      one.close();
+      two.close();
+    }
+  });
+
+  it('does not believe marks written for an index that was deleted and created again', async () => {
+    const s = store('rebuild');
+    try {
+      await waitFor('Redis up', () => s.health.usable, { timeoutMs: 5_000 });
+      await s.known.remember([{ event: event('x'), owner: 'in/0/3' }]);
+      expect((await s.known.owners([event('x')])).get('x')).toBe('in/0/3');
+      await es.indices.delete({ index });
+      expect(await s.known.owners([event('x')])).toEqual(new Map());
+      await es.indices.create({ index });
+      expect(await s.known.owners([event('x')])).toEqual(new Map());
+    } finally {
+      s.close();
+    }
+  });
+
+  it('while Redis is frozen answers "unknown" within the command timeout, says so once, and comes back', async () => {
+    const s = store('frozen');
+    try {
+      await waitFor('Redis up', () => s.health.usable, { timeoutMs: 5_000 });
+      await s.known.remember([{ event: event('f'), owner: 'in/0/9' }]);
+      redis.freeze();
+      let t = Date.now();
+      expect(await s.known.owners([event('f')])).toEqual(new Map());
+      expect(Date.now() - t).toBeLessThan(2_000);
+      // Down now: later batches do not even ask (no wait at all).
+      t = Date.now();
+      for (let i = 0; i < 20; i++) expect(await s.known.owners([event('f')])).toEqual(new Map());
+      await s.known.remember([{ event: event('g'), owner: 'in/0/10' }]);
+      expect(Date.now() - t).toBeLessThan(200);
+      expect(s.health.usable).toBe(false);
+      redis.thaw();
+      await waitFor('Redis up again', () => s.health.usable, { timeoutMs: 10_000 });
+      expect((await s.known.owners([event('f')])).get('f')).toBe('in/0/9');
+      const warnings = s.lines.filter((l) => l.level === 40 && /Redis unavailable/.test(l.msg));
+      expect(warnings).toHaveLength(1);
+      expect(s.states).toEqual([true, false, true]);
+    } finally {
+      redis.thaw();
+      s.close();
+    }
+  });
+
+  it('starts with Redis stopped (unknown, no failure), and uses it once it is back', async () => {
+    await redis.stop();
+    const s = store('down-at-start');
+    try {
+      expect(await s.known.owners([event('a')])).toEqual(new Map());
+      await s.known.remember([{ event: event('a'), owner: 'in/0/1' }]);
+      expect(s.health.usable).toBe(false);
+      await redis.start();
+      await waitFor('Redis up', () => s.health.usable, { timeoutMs: 10_000 });
+      await s.known.remember([{ event: event('a'), owner: 'in/0/1' }]);
+      expect((await s.known.owners([event('a')])).get('a')).toBe('in/0/1');
+      // Flushed: everything unknown again, nothing fails.
+      await redis.flush();
+      expect(await s.known.owners([event('a')])).toEqual(new Map());
+      expect(s.states).toEqual([false, true]);
+    } finally {
+      s.close();
+    }
+  });
+
+  it('goes on when Redis refuses writes (no replicas to write to): marks are lost, nothing fails', async () => {
+    const s = store('refusing');
+    const admin = new Redis(redis.url);
+    try {
+      await waitFor('Redis up', () => s.health.usable, { timeoutMs: 5_000 });
+      await admin.config('SET', 'min-replicas-to-write', '1');
+      await expect(s.known.remember([{ event: event('r'), owner: 'in/0/1' }])).resolves.toBeUndefined();
+      expect(await s.known.owners([event('r')])).toEqual(new Map());
+      expect(s.health.usable).toBe(true);
+      expect(s.lines.some((l) => l.level === 40 && /refuses owner marks/.test(l.msg))).toBe(true);
+    } finally {
+      await admin.config('SET', 'min-replicas-to-write', '0');
+      admin.disconnect();
+      s.close();
+    }
+  });
+});
