@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import { ConfigError, loadConfig } from '../config/config.js';
 import { runProducer } from '../generator/produce.js';
 import { planWorkload } from '../generator/workload.js';
-import type { MetricsSnapshot } from '../worker/metrics.js';
+import type { MetricsSnapshot } from '../metrics/worker-metrics.js';
 import { startWorker } from '../worker/worker.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -74,6 +74,11 @@ export function demoCommand(): Command {
       const log = pino({ level: 'info' }, pino.destination({ dest: logFile, sync: false }));
       say(`worker log: ${logFile}`);
       const worker = await startWorker({ config, log });
+      say(
+        worker.httpUrl
+          ? `metrics: ${worker.httpUrl}/metrics   health: ${worker.httpUrl}/healthz   readiness: ${worker.httpUrl}/readyz`
+          : 'HTTP is off (HTTP_PORT=0): no /metrics, /healthz or /readyz',
+      );
 
       const abort = new AbortController();
       let interrupted = false;
@@ -85,7 +90,15 @@ export function demoCommand(): Command {
 
       const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
       await producer.connect();
-      const plan = planWorkload({ seed, ratePerSec: rate, durationMs, clients, shuffleVersions: 0.1 });
+      // Message ts from now, so that end-to-end latency (rxingest_e2e_latency_seconds) means something.
+      const plan = planWorkload({
+        seed,
+        ratePerSec: rate,
+        durationMs,
+        clients,
+        shuffleVersions: 0.1,
+        baseTimeMs: Date.now(),
+      });
       say(
         `sending ${plan.length} messages at ${rate}/s for ${durationMs / 1000} s (seed ${seed}) to ${topic}`,
       );

@@ -32,6 +32,8 @@ export interface Completion<P> {
 export interface RecordDone extends Completion<OutRecord> {
   readonly kind: OutcomeKind;
   readonly clientId?: string;
+  /** The message's own `ts`, on indexed records: where end-to-end latency starts. */
+  readonly ts?: string;
 }
 
 /** "topic/partition/offset": who processed an id; a replay has the same origin, a copy another. */

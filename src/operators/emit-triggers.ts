@@ -34,7 +34,10 @@ export function emitTriggers(
           : outcome.kind === 'indexed' && message.type === 'event'
             ? triggerRecords(topics.triggers, rules, message)
             : [];
-      return { offset: record.offset, payloads, kind: outcome.kind, clientId: message.clientId };
+      const { offset } = record;
+      return outcome.kind === 'indexed'
+        ? { offset, payloads, kind: outcome.kind, clientId: message.clientId, ts: message.ts }
+        : { offset, payloads, kind: outcome.kind, clientId: message.clientId };
     }),
   );
 }

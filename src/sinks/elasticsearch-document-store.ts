@@ -1,9 +1,16 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@elastic/elasticsearch';
 import type { Logger } from 'pino';
+import { RepeatedFailureLog } from '../logging/repeated-failure-log.js';
 import { classifyError, classifyItemStatus } from '../model/failures.js';
 import { applyUpdate, type MergedUpdate, type ProfileDocument } from '../model/profile-merge.js';
 import { backoffDelay } from '../operators/backoff.js';
+import {
+  type ElasticsearchStoreObserver,
+  itemRetryReason,
+  requestRetryReason,
+  silentObserver,
+} from './elasticsearch-observer.js';
 import type { DocumentStore, EventDocument, EventWrite, ProfileWrite } from './ports.js';
 
 export interface ElasticsearchStoreOptions {
@@ -12,6 +19,8 @@ export interface ElasticsearchStoreOptions {
   readonly retryBaseMs: number;
   readonly retryMaxMs: number;
   readonly random?: () => number;
+  /** Request durations, retries and 409s (the worker's metrics). */
+  readonly observer?: ElasticsearchStoreObserver;
 }
 
 /**
@@ -28,6 +37,9 @@ export interface ElasticsearchStoreOptions {
  */
 export class ElasticsearchDocumentStore implements DocumentStore {
   private readonly random: () => number;
+  private readonly observer: ElasticsearchStoreObserver;
+  /** One line per state change and a summary a minute, not one per failed request. */
+  private readonly failures: RepeatedFailureLog;
 
   constructor(
     private readonly client: Client,
@@ -35,6 +47,8 @@ export class ElasticsearchDocumentStore implements DocumentStore {
     private readonly log: Logger,
   ) {
     this.random = options.random ?? Math.random;
+    this.observer = options.observer ?? silentObserver;
+    this.failures = new RepeatedFailureLog(log, { what: 'Elasticsearch requests' });
   }
 
   async createEvents(events: readonly EventDocument[], signal?: AbortSignal): Promise<EventWrite[]> {
@@ -49,16 +63,22 @@ export class ElasticsearchDocumentStore implements DocumentStore {
       const items = await this.bulk(operations, signal);
       if (items === undefined) continue;
       const retry: number[] = [];
+      let exists = 0;
       items.forEach((item, k) => {
         const i = pending[k]!;
         const r = item.create;
         if (r === undefined)
           throw new Error(`bulk answered without a create result for event ${events[i]!.id}`);
         if (r.status === 200 || r.status === 201) results[i] = { status: 'created' };
-        else if (r.status === 409) results[i] = { status: 'exists' };
-        else if (classifyItemStatus(r.status) === 'transient') retry.push(i);
-        else results[i] = { status: 'rejected', reason: describeItemError(r.status, r.error) };
+        else if (r.status === 409) {
+          results[i] = { status: 'exists' };
+          exists++;
+        } else if (classifyItemStatus(r.status) === 'transient') {
+          retry.push(i);
+          this.observer.retries(itemRetryReason(r.status), 1);
+        } else results[i] = { status: 'rejected', reason: describeItemError(r.status, r.error) };
       });
+      if (exists > 0) this.observer.conflicts('event-exists', exists);
       pending = retry;
     }
     return results as EventWrite[];
@@ -106,18 +126,26 @@ export class ElasticsearchDocumentStore implements DocumentStore {
       }
       const retry: number[] = [];
       let transient = false;
+      let conflicts = 0;
       items.forEach((item, k) => {
         const i = writes[k]!;
         const r = item.index ?? item.create;
         if (r === undefined)
           throw new Error(`bulk answered without a result for profile ${updates[i]!.clientId}`);
         if (r.status === 200 || r.status === 201) results[i] = { status: 'applied' };
-        else if (r.status === 409) retry.push(i);
-        else if (classifyItemStatus(r.status) === 'transient') {
+        else if (r.status === 409) {
+          retry.push(i);
+          conflicts++;
+        } else if (classifyItemStatus(r.status) === 'transient') {
           retry.push(i);
           transient = true;
+          this.observer.retries(itemRetryReason(r.status), 1);
         } else results[i] = { status: 'rejected', reason: describeItemError(r.status, r.error) };
       });
+      if (conflicts > 0) {
+        this.observer.conflicts('profile-version', conflicts);
+        this.observer.retries('conflict', conflicts);
+      }
       pending = retry;
       conflictsOnly = !transient;
     }
@@ -128,11 +156,14 @@ export class ElasticsearchDocumentStore implements DocumentStore {
     ids: string[],
     signal?: AbortSignal,
   ): Promise<{ doc?: ProfileDocument; seqNo?: number; primaryTerm?: number }[] | undefined> {
+    const started = performance.now();
     try {
       const res = await this.client.mget<ProfileDocument>(
         { index: this.options.profilesIndex, ids },
         signal ? { signal } : {},
       );
+      this.observer.request('mget', (performance.now() - started) / 1000);
+      this.failures.success();
       return res.docs.map((d) => {
         if ('error' in d && d.error) throw new Error(`mget of profile ${d._id} failed: ${d.error.reason}`);
         const found = d as {
@@ -147,7 +178,9 @@ export class ElasticsearchDocumentStore implements DocumentStore {
       });
     } catch (err) {
       if (classifyError(err) === 'transient') {
-        this.log.warn({ err: summarize(err) }, 'Elasticsearch mget failed; will retry');
+        this.observer.request('mget', (performance.now() - started) / 1000);
+        this.observer.retries(requestRetryReason(err), 1);
+        this.failures.failure(err, { op: 'mget' });
         return undefined;
       }
       throw err;
@@ -156,12 +189,17 @@ export class ElasticsearchDocumentStore implements DocumentStore {
 
   /** One bulk request. `undefined` means the whole request failed transiently. */
   private async bulk(operations: unknown[], signal?: AbortSignal) {
+    const started = performance.now();
     try {
       const res = await this.client.bulk({ operations, refresh: false }, signal ? { signal } : {});
+      this.observer.request('bulk', (performance.now() - started) / 1000);
+      this.failures.success();
       return res.items;
     } catch (err) {
       if (classifyError(err) === 'transient') {
-        this.log.warn({ err: summarize(err) }, 'Elasticsearch bulk request failed; will retry');
+        this.observer.request('bulk', (performance.now() - started) / 1000);
+        this.observer.retries(requestRetryReason(err), 1);
+        this.failures.failure(err, { op: 'bulk' });
         return undefined;
       }
       throw err;
@@ -183,8 +221,4 @@ function describeItemError(status: number, error: unknown): string {
   const e = error as { type?: string; reason?: string; caused_by?: { reason?: string } } | undefined;
   const cause = e?.caused_by?.reason ? ` (${e.caused_by.reason})` : '';
   return `Elasticsearch ${status} ${e?.type ?? 'error'}: ${e?.reason ?? 'no reason given'}${cause}`;
-}
-
-function summarize(err: unknown): string {
-  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
 }

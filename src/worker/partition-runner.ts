@@ -3,12 +3,13 @@ import type { Logger } from 'pino';
 import { Subject, type Subscription } from 'rxjs';
 import type { Config } from '../config/config.js';
 import { ingestPartition, type PartitionPorts } from '../graph/partition-graph.js';
+import { timedCommitSink } from '../metrics/timed-commit-sink.js';
+import type { WorkerMetrics } from '../metrics/worker-metrics.js';
 import type { RawRecord } from '../model/message.js';
 import { OffsetTracker } from '../model/offset-tracker.js';
 import type { RecordDone } from '../model/outcome.js';
 import { PartitionLostError, TransactionalCommitter } from '../sinks/kafka-transactional-committer.js';
 import type { OutRecord } from '../sinks/ports.js';
-import type { WorkerMetrics } from './metrics.js';
 
 export interface PartitionRunnerDeps {
   readonly config: Config;
@@ -51,6 +52,9 @@ export class PartitionRunner {
   private readonly labels: { topic: string; partition: string };
   /** Counted per record as plain numbers, handed to prom-client per batch and commit (labelled metrics cost ~1 µs a call). */
   private readonly counts = { in: 0, indexed: 0, duplicate: 0, stale: 0, 'dead-letter': 0 };
+  /** End-to-end latencies (ms) of records indexed since the last flush. */
+  private readonly latenciesMs: number[] = [];
+  private readonly pauseSeries = new Set<PauseReason>();
 
   constructor(
     readonly topic: string,
@@ -111,7 +115,10 @@ export class PartitionRunner {
     );
     this.subscription = ingestPartition(
       this.input,
-      { ...this.deps.ports, commits: committer },
+      {
+        ...this.deps.ports,
+        commits: timedCommitSink(committer, (s) => this.deps.metrics.commitDuration.observe(s)),
+      },
       {
         settings: config.graph,
         rules: config.triggerRules,
@@ -123,9 +130,7 @@ export class PartitionRunner {
     ).subscribe({
       next: (commit) => {
         this.flushMetrics();
-        this.deps.metrics.commits.inc();
-        const triggers = commit.payloads.filter((r) => r.topic === config.kafka.triggersTopic).length;
-        if (triggers > 0) this.deps.metrics.triggers.inc(triggers);
+        this.deps.metrics.countCommit(commit.payloads, config.kafka);
         this.log.debug({ offset: commit.offset, records: commit.payloads.length }, 'committed');
       },
       error: (err) => this.onGraphError(err),
@@ -195,13 +200,14 @@ export class PartitionRunner {
     this.accepting = false;
     this.deps.metrics.inFlight.remove(this.labels);
     this.deps.metrics.lag.remove(this.labels);
-    this.deps.metrics.paused.remove(this.labels);
+    for (const reason of this.pauseSeries) this.deps.metrics.paused.remove({ ...this.labels, reason });
     await this.producer?.disconnect().catch((err) => this.log.warn({ err }, 'producer disconnect failed'));
     this.finish();
   }
 
   private onDone(done: RecordDone): void {
     this.counts[done.kind]++;
+    if (done.ts !== undefined) this.latenciesMs.push(Date.now() - Date.parse(done.ts));
     // The tracker still counts this record (commitInOrder completes it right after this
     // tap): off by one, which does not matter for a watermark.
     if (this.pauses.has('backpressure')) this.updateBackpressure();
@@ -217,6 +223,8 @@ export class PartitionRunner {
     }
     c.in = 0;
     m.inFlight.set(this.labels, this.tracker.pending);
+    m.observeLatencies(this.latenciesMs);
+    this.latenciesMs.length = 0;
   }
 
   private updateBackpressure(): void {
@@ -231,18 +239,20 @@ export class PartitionRunner {
     const was = this.pauses.size > 0;
     if (on) this.pauses.add(reason);
     else this.pauses.delete(reason);
+    this.pauseSeries.add(reason);
+    this.deps.metrics.paused.set({ ...this.labels, reason }, on ? 1 : 0);
     const now = this.pauses.size > 0;
     if (was === now) return;
     const tp = [{ topic: this.topic, partitions: [this.partition] }];
     if (now) this.deps.consumer.pause(tp);
     else this.deps.consumer.resume(tp);
-    this.deps.metrics.paused.set(this.labels, now ? 1 : 0);
     this.log.debug({ paused: now, reason, pending: this.tracker.pending }, now ? 'paused' : 'resumed');
   }
 
   private onGraphError(err: unknown): void {
     this.accepting = false;
     if (err instanceof PartitionLostError || this.abort.signal.aborted) {
+      if (err instanceof PartitionLostError) this.deps.metrics.partitionsFenced.inc();
       this.log.info({ err: String(err) }, 'partition lost to another worker; stopping its graph');
       void this.close();
       return;

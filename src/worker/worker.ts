@@ -1,16 +1,19 @@
-import { createServer, type Server } from 'node:http';
 import { Client } from '@elastic/elasticsearch';
 import { Redis } from 'ioredis';
 import { Kafka, logLevel } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
+import { type HttpServerHandle, startHttpServer } from '../http/http-server.js';
+import { Readiness } from '../http/readiness.js';
+import { EsPoolMonitor, esPoolStats } from '../metrics/es-pool-monitor.js';
+import { WorkerMetrics } from '../metrics/worker-metrics.js';
 import { type Enrich, identityEnrich } from '../operators/enrich-in-order.js';
 import { ElasticsearchDocumentStore } from '../sinks/elasticsearch-document-store.js';
 import { RedisProcessedStore } from '../sinks/redis-processed-store.js';
 import { ensureIndices } from './elasticsearch-setup.js';
+import { feedHealth, type HealthFeed } from './health-feed.js';
 import { kafkaLogCreator } from './kafka-log.js';
 import { ensureTopics } from './kafka-setup.js';
-import { WorkerMetrics } from './metrics.js';
 import { PartitionRunner } from './partition-runner.js';
 
 export interface WorkerOptions {
@@ -22,6 +25,8 @@ export interface WorkerOptions {
 
 export interface WorkerHandle {
   readonly metrics: WorkerMetrics;
+  /** Where /metrics, /healthz and /readyz are served; undefined with HTTP_PORT=0. */
+  readonly httpUrl: string | undefined;
   /** Drains every partition, commits, disconnects. Safe to call more than once. */
   stop(): Promise<void>;
   /** Settles when the worker has stopped: resolves after stop(), rejects on a fatal error. */
@@ -38,11 +43,32 @@ export async function startWorker({
   log,
   enrich = identityEnrich,
 }: WorkerOptions): Promise<WorkerHandle> {
-  const metrics = new WorkerMetrics();
+  const metrics = new WorkerMetrics({
+    topics: config.kafka.topics,
+    esMaxConnections: config.elasticsearch.maxConnections,
+  });
+  const readiness = new Readiness({
+    joined: `not yet joined the consumer group "${config.kafka.groupId}"`,
+    elasticsearch: 'starting: Elasticsearch not checked yet',
+    kafka: 'starting: no answer from Kafka yet',
+  });
+  // First, so that an address in use stops the start before any connection is made.
+  const http: HttpServerHandle | undefined =
+    config.http.port > 0
+      ? await startHttpServer({ ...config.http, metrics: metrics.registry, readiness, log })
+      : undefined;
+  if (http) log.info({ url: http.url }, `HTTP on ${http.url}: /metrics, /healthz, /readyz`);
   const es = new Client({
     node: config.elasticsearch.node,
     requestTimeout: config.elasticsearch.requestTimeoutMs,
     maxRetries: 0, // the document store retries per item, with backoff
+    agent: { connections: config.elasticsearch.maxConnections },
+  });
+  const poolMonitor = new EsPoolMonitor({
+    readStats: () => esPoolStats(es),
+    maxConnections: config.elasticsearch.maxConnections,
+    publish: (pool) => metrics.setEsPool(pool),
+    log,
   });
   const redis = new Redis(config.redis.url, {
     enableOfflineQueue: false,
@@ -68,7 +94,7 @@ export async function startWorker({
     readUncommitted: false,
   });
 
-  let server: Server | undefined;
+  let health: HealthFeed | undefined;
   const runners = new Map<string, { runner: PartitionRunner; starting: Promise<void> }>();
   let stopping: Promise<void> | undefined;
   let settle!: { resolve: () => void; reject: (e: unknown) => void };
@@ -79,8 +105,10 @@ export async function startWorker({
 
   const closeClients = async () => {
     await Promise.allSettled([consumer.disconnect(), admin.disconnect(), es.close()]);
+    health?.stop();
+    poolMonitor.stop();
     redis.disconnect();
-    server?.close();
+    await http?.close();
   };
 
   try {
@@ -110,11 +138,15 @@ export async function startWorker({
         eventsIndex: config.elasticsearch.eventsIndex,
         retryBaseMs: config.graph.retryBaseMs,
         retryMaxMs: config.graph.retryMaxMs,
+        observer: metrics.elasticsearchObserver(),
       },
       log,
     ),
     enrich,
   };
+
+  health = feedHealth({ readiness, metrics, es, redis, consumer, log, groupId: config.kafka.groupId });
+  poolMonitor.start();
 
   const fail = (err: unknown) => {
     if (stopping) return;
@@ -183,19 +215,6 @@ export async function startWorker({
     },
   });
 
-  if (config.metricsPort > 0) {
-    server = createServer((req, res) => {
-      if (req.url !== '/metrics') {
-        res.writeHead(404).end();
-        return;
-      }
-      metrics.registry.metrics().then(
-        (text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text),
-        () => res.writeHead(500).end(),
-      );
-    }).listen(config.metricsPort, '127.0.0.1');
-  }
-
   log.info(
     { topics: config.kafka.topics, group: config.kafka.groupId, brokers: config.kafka.brokers },
     'worker started',
@@ -204,6 +223,7 @@ export async function startWorker({
   const stop = () => {
     stopping ??= (async () => {
       log.info('stopping: draining partitions');
+      health?.leaving();
       await consumer.stop().catch((err) => log.warn({ err }, 'consumer stop failed'));
       await Promise.allSettled(
         [...runners.values()].map(async ({ runner, starting }) => {
@@ -218,5 +238,5 @@ export async function startWorker({
     return stopping;
   };
 
-  return { metrics, stop, stopped };
+  return { metrics, httpUrl: http?.url, stop, stopped };
 }
