@@ -16,7 +16,7 @@ const DEAD_LETTER_CLASSES: readonly ErrorClass[] = ['invalid-json', 'schema', 't
 /** Seconds; from a fast local round trip to a request that sat out a long timeout. */
 const REQUEST_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 /** Seconds from the message's own `ts` to indexed: milliseconds when caught up, minutes behind a backlog. */
-const E2E_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900];
+const E2E_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 900];
 
 export interface WorkerMetricsOptions {
   /** Input topics: `rxingest_topic_shed` starts at 0 for each. */
