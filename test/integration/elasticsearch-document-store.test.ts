@@ -17,7 +17,7 @@ import { esClient, uniqueName, waitFor } from '../support/stack.js';
 
 const silent = pino({ level: 'silent' });
 const captureLog = () => {
-  const lines: { level: number; msg: string; err?: string }[] = [];
+  const lines: { level: number; msg: string; err?: string; state?: string }[] = [];
   const log = pino({ level: 'debug' }, { write: (s: string) => lines.push(JSON.parse(s)) });
   return { log, lines };
 };
@@ -296,11 +296,12 @@ describe('ElasticsearchDocumentStore retries against a second node under pressur
       early.log,
     );
     earlyWrite = earlyStore.createEvents(earlyEvents, AbortSignal.timeout(170_000)).catch((e: Error) => e);
-    await waitFor('a refused connection', () => early.lines.some((l) => /will retry/.test(l.msg)), {
+    await waitFor('a refused connection', () => early.lines.some((l) => l.state === 'failing'), {
       timeoutMs: 10_000,
       intervalMs: 20,
     });
-    failuresBeforeStart = early.lines.filter((l) => /will retry/.test(l.msg)).length;
+    // One debug line per attempt; the failure itself is logged once (state changes, not retries).
+    failuresBeforeStart = early.lines.filter((l) => /^retrying \d+ event/.test(l.msg)).length;
 
     node = await startExtraEsNode({ httpPort: port, settings: pressure });
     expect(node.port).toBe(port);
@@ -316,11 +317,20 @@ describe('ElasticsearchDocumentStore retries against a second node under pressur
 
   it('retries connection errors while nothing listens, and writes everything once a node is up', async () => {
     expect(failuresBeforeStart).toBeGreaterThan(0);
-    expect(early.lines.find((l) => /will retry/.test(l.msg))?.err).toMatch(
+    expect(early.lines.find((l) => l.state === 'failing')?.err).toMatch(
       /ConnectionError|NoLivingConnections/,
     );
     const results = await earlyWrite;
     expect(results).toEqual(earlyEvents.map(() => ({ status: 'created' })));
+    // However many attempts met the closed port: one line when it started, one when it ended,
+    // and between them at most a summary a minute (the node may take more than a minute to start).
+    const states = early.lines.filter((l) => l.state !== undefined);
+    expect(states[0]!.msg).toMatch(/^Elasticsearch requests failing; retrying/);
+    expect(states.at(-1)!.msg).toMatch(/^Elasticsearch requests succeed again after [\d,]+ failed attempts/);
+    for (const l of states.slice(1, -1))
+      expect(l.msg).toMatch(/^Elasticsearch requests failing: [\d,]+ retries in the last \d+ s$/);
+    const attempts = early.lines.filter((l) => /^retrying \d+ event/.test(l.msg)).length;
+    expect(states.length).toBeLessThan(attempts);
     const res = await es.mget({ index: `${eventsIndex}-early`, ids: earlyEvents.map((e) => e.id) });
     expect(res.docs.every((d) => 'found' in d && d.found)).toBe(true);
   });
