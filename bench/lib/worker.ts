@@ -121,7 +121,7 @@ export class BenchWorker {
           ES_NODE: stackEnv.esNode,
           REDIS_URL: stackEnv.redisUrl,
           LOG_LEVEL: 'warn',
-          METRICS_PORT: String(port),
+          HTTP_PORT: String(port),
           ...opts.env,
         },
         stdio: ['ignore', 'pipe', 'pipe'],

@@ -8,8 +8,8 @@ import { Kafka, logLevel } from 'kafkajs';
 import { pino } from 'pino';
 import { ConfigError, loadConfig } from '../config/config.js';
 import { runProducer } from '../generator/produce.js';
-import { planWorkload } from '../generator/workload.js';
-import type { MetricsSnapshot } from '../worker/metrics.js';
+import { describeWorkload, workloadRecords } from '../generator/workload.js';
+import type { MetricsSnapshot } from '../metrics/worker-metrics.js';
 import { startWorker } from '../worker/worker.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -73,7 +73,16 @@ export function demoCommand(): Command {
       mkdirSync(dirname(logFile), { recursive: true });
       const log = pino({ level: 'info' }, pino.destination({ dest: logFile, sync: false }));
       say(`worker log: ${logFile}`);
-      const worker = await startWorker({ config, log });
+      const worker = await startWorker({ config, log }).catch((err: Error) => {
+        // e.g. HTTP_PORT in use by another worker: one line, not a stack trace.
+        say(`rxingest demo: could not start the worker: ${err.message}`);
+        process.exit(1);
+      });
+      say(
+        worker.httpUrl
+          ? `metrics: ${worker.httpUrl}/metrics   health: ${worker.httpUrl}/healthz   readiness: ${worker.httpUrl}/readyz`
+          : 'HTTP is off (HTTP_PORT=0): no /metrics, /healthz or /readyz',
+      );
 
       const abort = new AbortController();
       let interrupted = false;
@@ -85,9 +94,19 @@ export function demoCommand(): Command {
 
       const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
       await producer.connect();
-      const plan = planWorkload({ seed, ratePerSec: rate, durationMs, clients, shuffleVersions: 0.1 });
+      // Generated lazily while sending, with message ts from now: end-to-end latency
+      // (rxingest_e2e_latency_seconds) then measures the worker, not the time spent planning.
+      const workload = {
+        seed,
+        ratePerSec: rate,
+        durationMs,
+        clients,
+        shuffleVersions: 0.1,
+        baseTimeMs: Date.now(),
+      };
+      const plan = workloadRecords(workload);
       say(
-        `sending ${plan.length} messages at ${rate}/s for ${durationMs / 1000} s (seed ${seed}) to ${topic}`,
+        `sending ${describeWorkload(workload).total} messages at ${rate}/s for ${durationMs / 1000} s (seed ${seed}) to ${topic}`,
       );
 
       let last: MetricsSnapshot = await worker.metrics.snapshot();

@@ -27,6 +27,8 @@ export interface Config {
     readonly profilesIndex: string;
     readonly eventsIndex: string;
     readonly requestTimeoutMs: number;
+    /** Connections the client's pool may open per node (undici `connections`). */
+    readonly maxConnections: number;
   };
   readonly redis: {
     readonly url: string;
@@ -39,7 +41,8 @@ export interface Config {
   /** A partition with lag or unfinished work and no commit for this long is reported stalled. */
   readonly stallTimeoutMs: number;
   readonly logLevel: string;
-  readonly metricsPort: number;
+  /** `/metrics`, `/healthz`, `/readyz`; port 0 turns the server off. */
+  readonly http: { readonly host: string; readonly port: number };
 }
 
 /** What one partition's graph needs to know. */
@@ -170,6 +173,7 @@ const schema = {
   TRIGGER_RULES: [z.string(), ''],
   ES_NODE: [url(['http:', 'https:']), 'http://localhost:9200'],
   ES_REQUEST_TIMEOUT_MS: [int(100, 600_000), '30000'],
+  ES_MAX_CONNECTIONS: [int(1, 10_000), '256'],
   PROFILES_INDEX: [indexName, 'profiles'],
   EVENTS_INDEX: [eventsIndexName, 'events'],
   REDIS_URL: [url(['redis:', 'rediss:']), 'redis://localhost:6379'],
@@ -199,7 +203,8 @@ const schema = {
     ),
     'info',
   ],
-  METRICS_PORT: [int(0, 65_535), '0'],
+  HTTP_HOST: [z.string().trim().min(1, 'a host name or address to listen on, e.g. 0.0.0.0'), '0.0.0.0'],
+  HTTP_PORT: [int(0, 65_535), '9464'],
 } as const satisfies Record<string, readonly [z.ZodType, string]>;
 
 type Raw = { [K in keyof typeof schema]: z.output<(typeof schema)[K][0]> };
@@ -277,6 +282,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, read?: (p: stri
     raw[name] = parsed.data;
   }
   const r = raw as Raw;
+  // Deprecated alias from before the HTTP server served more than /metrics.
+  const metricsPort = env.METRICS_PORT?.trim();
+  let httpPort = r.HTTP_PORT;
+  if ((env.HTTP_PORT ?? '') === '' && metricsPort) {
+    const parsed = schema.HTTP_PORT[0].safeParse(metricsPort);
+    if (!parsed.success) {
+      throw new ConfigError(
+        `METRICS_PORT=${JSON.stringify(metricsPort)} is invalid: expected ${parsed.error.issues[0]?.message} (METRICS_PORT is deprecated: use HTTP_PORT)`,
+      );
+    }
+    httpPort = parsed.data;
+  }
   if (r.LOW_WATER >= r.HIGH_WATER) {
     throw new ConfigError(
       `LOW_WATER=${r.LOW_WATER} is invalid: expected a number below HIGH_WATER (${r.HIGH_WATER})`,
@@ -313,6 +330,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, read?: (p: stri
       profilesIndex: r.PROFILES_INDEX,
       eventsIndex: r.EVENTS_INDEX,
       requestTimeoutMs: r.ES_REQUEST_TIMEOUT_MS,
+      maxConnections: r.ES_MAX_CONNECTIONS,
     },
     redis: { url: r.REDIS_URL, keyPrefix: r.REDIS_KEY_PREFIX, processedTtlMs: r.PROCESSED_TTL_MS },
     graph: {
@@ -333,6 +351,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, read?: (p: stri
     shutdownTimeoutMs: r.SHUTDOWN_TIMEOUT_MS,
     stallTimeoutMs: r.STALL_TIMEOUT_MS,
     logLevel: r.LOG_LEVEL,
-    metricsPort: r.METRICS_PORT,
+    http: { host: r.HTTP_HOST, port: httpPort },
   };
 }

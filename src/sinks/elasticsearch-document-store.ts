@@ -1,5 +1,6 @@
 import type { Client } from '@elastic/elasticsearch';
 import type { Logger } from 'pino';
+import { RepeatedFailureLog } from '../logging/repeated-failure-log.js';
 import { eventsIndexFor, isDatePattern } from '../model/event-index.js';
 import {
   classifyError,
@@ -10,6 +11,12 @@ import {
 import type { OriginKey } from '../model/message.js';
 import { applyUpdate, type MergedUpdate, type ProfileDocument } from '../model/profile-merge.js';
 import type { RetryPolicy } from '../retry/retry-policy.js';
+import {
+  type ElasticsearchStoreObserver,
+  itemRetryReason,
+  requestRetryReason,
+  silentObserver,
+} from './elasticsearch-observer.js';
 import type {
   DocumentStore,
   EventDocument,
@@ -24,18 +31,15 @@ export interface ElasticsearchStoreOptions {
   /** An index name or a date pattern (`events-{yyyy.MM.dd}`), chosen by each event's `ts`. */
   readonly eventsIndex: string;
   readonly retry: RetryPolicy;
-  /** Sees every request's duration and every retry (metrics); optional. */
-  readonly observer?: ElasticsearchObserver;
-}
-
-export interface ElasticsearchObserver {
-  request(op: 'bulk' | 'mget', seconds: number): void;
-  retry(reason: string, items: number): void;
-  conflict(count: number): void;
+  /** Request durations, retries and 409s (the worker's metrics). */
+  readonly observer?: ElasticsearchStoreObserver;
 }
 
 type BulkItem = { status: number; error?: ElasticsearchItemError; result?: string };
-type Attempt<T> = { readonly done: true; readonly value: T } | { readonly done: false; readonly why: string };
+/** A round's verdict on a request: its answer, or why it must be tried again (`reason`: a bounded label). */
+type Attempt<T> =
+  | { readonly done: true; readonly value: T }
+  | { readonly done: false; readonly why: string; readonly reason: string };
 
 /**
  * Elasticsearch behind the DocumentStore port, with our own per-item retry: only the items
@@ -54,14 +58,17 @@ type Attempt<T> = { readonly done: true; readonly value: T } | { readonly done: 
  * scripting, so it works on any cluster, and two workers racing cannot lose a newer field.
  */
 export class ElasticsearchDocumentStore implements DocumentStore {
-  /** One warning when a kind of request starts failing, one line when it recovers. */
-  private readonly failing = new Map<string, number>();
+  private readonly observer: ElasticsearchStoreObserver;
+  /** Per kind of write: one line per state change and a summary a minute, never one per retry. */
+  private readonly failures = new Map<string, RepeatedFailureLog>();
 
   constructor(
     private readonly client: Client,
     private readonly options: ElasticsearchStoreOptions,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.observer = options.observer ?? silentObserver;
+  }
 
   async createEvents(events: readonly EventDocument[], signal?: AbortSignal): Promise<EventWrite[]> {
     const results: (EventWrite | undefined)[] = new Array(events.length);
@@ -72,11 +79,12 @@ export class ElasticsearchDocumentStore implements DocumentStore {
         operations.push({ create: { _index: indexOf[i], _id: events[i]!.id } }, events[i]!.source);
       }
       const bulk = await this.bulk(operations, signal);
-      if (!bulk.done) return { retry: pending, why: bulk.why };
+      if (!bulk.done) return { retry: pending, why: bulk.why, reason: bulk.reason };
       const retry: number[] = [];
       const conflicts: number[] = [];
       const missing = new Set<string>();
       let why = '';
+      let reason = '';
       bulk.value.forEach((item, k) => {
         const i = pending[k]!;
         const r = item.create;
@@ -87,6 +95,7 @@ export class ElasticsearchDocumentStore implements DocumentStore {
         else if (classifyItemError(r.status, r.error) === 'transient') {
           retry.push(i);
           why ||= itemReason(r);
+          reason ||= itemRetryReason(r.status);
           if (r.error?.type === 'index_not_found_exception') missing.add(indexOf[i]!);
         } else results[i] = { status: 'rejected', reason: describeItemError(r.status, r.error) };
       });
@@ -95,7 +104,7 @@ export class ElasticsearchDocumentStore implements DocumentStore {
       if (missing.size > 0 && isDatePattern(this.options.eventsIndex))
         await this.createIndices(missing, signal);
       if (conflicts.length > 0) {
-        this.options.observer?.conflict(conflicts.length);
+        this.observer.conflicts('event-exists', conflicts.length);
         const owners = await this.ownersOf(
           conflicts.map((i) => ({ _index: indexOf[i]!, _id: events[i]!.id })),
           signal,
@@ -103,6 +112,7 @@ export class ElasticsearchDocumentStore implements DocumentStore {
         if (!owners.done) {
           retry.push(...conflicts);
           why ||= owners.why;
+          reason ||= owners.reason;
         } else {
           conflicts.forEach((i, k) => {
             const owner = owners.value[k];
@@ -112,7 +122,7 @@ export class ElasticsearchDocumentStore implements DocumentStore {
           });
         }
       }
-      return { retry, why };
+      return { retry, why, reason };
     });
     return results as EventWrite[];
   }
@@ -124,7 +134,7 @@ export class ElasticsearchDocumentStore implements DocumentStore {
         pending.map((i) => updates[i]!.clientId),
         signal,
       );
-      if (!current.done) return { retry: pending, why: current.why };
+      if (!current.done) return { retry: pending, why: current.why, reason: current.reason };
       const writes: number[] = [];
       const operations: unknown[] = [];
       pending.forEach((i, k) => {
@@ -143,12 +153,13 @@ export class ElasticsearchDocumentStore implements DocumentStore {
           document,
         );
       });
-      if (writes.length === 0) return { retry: [], why: '' };
+      if (writes.length === 0) return { retry: [], why: '', reason: '' };
       const bulk = await this.bulk(operations, signal);
-      if (!bulk.done) return { retry: writes, why: bulk.why };
+      if (!bulk.done) return { retry: writes, why: bulk.why, reason: bulk.reason };
       const retry: number[] = [];
       let conflicts = 0;
       let why = '';
+      let reason = '';
       bulk.value.forEach((item, k) => {
         const i = writes[k]!;
         const r = item.index ?? item.create;
@@ -161,11 +172,12 @@ export class ElasticsearchDocumentStore implements DocumentStore {
         } else if (classifyItemError(r.status, r.error) === 'transient') {
           retry.push(i);
           why ||= itemReason(r);
+          reason ||= itemRetryReason(r.status);
         } else results[i] = { status: 'rejected', reason: describeItemError(r.status, r.error) };
       });
-      if (conflicts > 0) this.options.observer?.conflict(conflicts);
+      if (conflicts > 0) this.observer.conflicts('profile-version', conflicts);
       // A lost race (409 only) is retried at once with a fresh read; anything else backs off.
-      return { retry, why, immediate: why === '' };
+      return { retry, why, reason: reason || 'conflict', immediate: why === '' };
     });
     return results as ProfileWrite[];
   }
@@ -177,9 +189,10 @@ export class ElasticsearchDocumentStore implements DocumentStore {
         delete: { _index: this.options.profilesIndex, _id: clientIds[i]! },
       }));
       const bulk = await this.bulk(operations, signal);
-      if (!bulk.done) return { retry: pending, why: bulk.why };
+      if (!bulk.done) return { retry: pending, why: bulk.why, reason: bulk.reason };
       const retry: number[] = [];
       let why = '';
+      let reason = '';
       bulk.value.forEach((item, k) => {
         const i = pending[k]!;
         const r = item.delete;
@@ -191,9 +204,10 @@ export class ElasticsearchDocumentStore implements DocumentStore {
         else {
           retry.push(i);
           why ||= itemReason(r);
+          reason ||= itemRetryReason(r.status);
         }
       });
-      return { retry, why };
+      return { retry, why, reason };
     });
     return results as ProfileDelete[];
   }
@@ -206,18 +220,32 @@ export class ElasticsearchDocumentStore implements DocumentStore {
     count: number,
     what: string,
     signal: AbortSignal | undefined,
-    round: (pending: number[]) => Promise<{ retry: number[]; why: string; immediate?: boolean }>,
+    round: (pending: number[]) => Promise<Round>,
   ): Promise<void> {
     let pending = Array.from({ length: count }, (_, i) => i);
+    const failures = this.failureLog(what);
     for (let attempt = 0; pending.length > 0; ) {
-      const { retry, why, immediate } = await round(pending);
+      const { retry, why, reason, immediate } = await round(pending);
       pending = retry;
       if (pending.length === 0) break;
-      if (immediate) continue;
-      this.failed(what, why, pending.length);
+      if (immediate) {
+        this.observer.retries('conflict', pending.length);
+        continue;
+      }
+      this.observer.retries(reason, pending.length);
+      failures.failure(new Error(why), { items: pending.length }, reason);
       await this.options.retry.wait(attempt++, signal);
     }
-    this.recovered(what);
+    failures.success();
+  }
+
+  private failureLog(what: string): RepeatedFailureLog {
+    let f = this.failures.get(what);
+    if (f === undefined) {
+      f = new RepeatedFailureLog(this.log, { what: `Elasticsearch: ${what} writes` });
+      this.failures.set(what, f);
+    }
+    return f;
   }
 
   private async createIndices(indices: Set<string>, signal?: AbortSignal): Promise<void> {
@@ -242,7 +270,11 @@ export class ElasticsearchDocumentStore implements DocumentStore {
     const owners: (OriginKey | undefined)[] = [];
     for (const d of res.value.docs) {
       if ('error' in d && d.error)
-        return { done: false, why: `mget: ${d.error.type ?? 'error'}: ${d.error.reason ?? ''}` };
+        return {
+          done: false,
+          why: `mget: ${d.error.type ?? 'error'}: ${d.error.reason ?? ''}`,
+          reason: 'mget-doc-error',
+        };
       const found = d as { found: boolean; _source?: { origin?: Origin } };
       if (!found.found) owners.push(undefined);
       else {
@@ -266,7 +298,11 @@ export class ElasticsearchDocumentStore implements DocumentStore {
     for (const d of res.value.docs) {
       // A per-document error (an unavailable shard, a missing index) is the destination's.
       if ('error' in d && d.error)
-        return { done: false, why: `mget: ${d.error.type ?? 'error'}: ${d.error.reason ?? ''}` };
+        return {
+          done: false,
+          why: `mget: ${d.error.type ?? 'error'}: ${d.error.reason ?? ''}`,
+          reason: 'mget-doc-error',
+        };
       const found = d as {
         found: boolean;
         _source?: ProfileDocument;
@@ -297,43 +333,29 @@ export class ElasticsearchDocumentStore implements DocumentStore {
     const started = performance.now();
     try {
       const value = await send();
-      this.options.observer?.request(op, (performance.now() - started) / 1000);
+      this.observer.request(op, (performance.now() - started) / 1000);
       return { done: true, value };
     } catch (err) {
-      this.options.observer?.request(op, (performance.now() - started) / 1000);
-      if (classifyError(err) === 'transient') return { done: false, why: `${op}: ${describeError(err)}` };
+      this.observer.request(op, (performance.now() - started) / 1000);
+      if (classifyError(err) === 'transient') {
+        return { done: false, why: `${op}: ${describeError(err)}`, reason: requestRetryReason(err) };
+      }
       throw err;
     }
   }
+}
 
-  private failed(what: string, why: string, items: number): void {
-    this.options.observer?.retry(reasonLabel(why), items);
-    const n = this.failing.get(what);
-    this.failing.set(what, (n ?? 0) + 1);
-    if (n === undefined) {
-      this.log.warn(
-        { what, items, why },
-        `Elasticsearch: ${what} writes failing; retrying until they succeed`,
-      );
-    }
-  }
-
-  private recovered(what: string): void {
-    const n = this.failing.get(what);
-    if (n === undefined) return;
-    this.failing.delete(what);
-    this.log.info({ what, retries: n }, `Elasticsearch: ${what} writes succeed again`);
-  }
+/** What one round of the per-item retry loop says: which items go round again, and why. */
+interface Round {
+  readonly retry: number[];
+  readonly why: string;
+  readonly reason: string;
+  /** Lost races only: read again at once, no backoff. */
+  readonly immediate?: boolean;
 }
 
 function itemReason(r: BulkItem): string {
   return `${r.status} ${r.error?.type ?? 'error'}`;
-}
-
-/** A bounded label for the retries metric: the status and error type, never a document's text. */
-function reasonLabel(why: string): string {
-  const m = /^(?:bulk|mget): ([A-Za-z]+)|^(\d{3} [a-z_]+)/.exec(why);
-  return (m?.[1] ?? m?.[2] ?? 'other').slice(0, 60);
 }
 
 function describeItemError(status: number, error: ElasticsearchItemError | undefined): string {

@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
+import type { WorkerMetrics } from '../metrics/worker-metrics.js';
 import { classifyError } from '../model/failures.js';
 import type { RetryPolicy } from '../retry/retry-policy.js';
 import { CommitFailedError, PartitionLostError } from '../sinks/kafka-transactional-committer.js';
-import type { WorkerMetrics } from './metrics.js';
 import type { PartitionPauses } from './partition-pauses.js';
 import type { PartitionRunner, RunnerEnd } from './partition-runner.js';
 
@@ -129,6 +129,7 @@ export class PartitionRegistry {
     this.failures.set(k, failures);
     const log = { topic, partition, err: String(err), failures };
     if (err instanceof PartitionLostError) {
+      this.deps.metrics.partitionsFenced.inc();
       this.deps.log.warn(
         log,
         'partition fenced by another producer while still assigned here; taking it back unless a rebalance moves it',

@@ -3,6 +3,8 @@ import type { Logger } from 'pino';
 import { Subject, type Subscription } from 'rxjs';
 import type { Config } from '../config/config.js';
 import { ingestPartition, type PartitionPorts } from '../graph/partition-graph.js';
+import { timedCommitSink } from '../metrics/timed-commit-sink.js';
+import type { WorkerMetrics } from '../metrics/worker-metrics.js';
 import type { RawRecord } from '../model/message.js';
 import { greater, OffsetTracker } from '../model/offset-tracker.js';
 import type { OutRecord } from '../model/out-record.js';
@@ -11,7 +13,6 @@ import type { Commit } from '../operators/commit-in-order.js';
 import type { RetryPolicy } from '../retry/retry-policy.js';
 import type { ProgressLedger } from '../sinks/kafka-progress-ledger.js';
 import { TransactionalCommitter } from '../sinks/kafka-transactional-committer.js';
-import type { WorkerMetrics } from './metrics.js';
 import type { PartitionPauses } from './partition-pauses.js';
 
 export interface PartitionRunnerDeps {
@@ -66,6 +67,8 @@ export class PartitionRunner {
     deleted: 0,
     skipped: 0,
   };
+  /** End-to-end latencies (ms) of records indexed since the last flush. */
+  private readonly latenciesMs: number[] = [];
   private highWatermark: string | undefined;
   private committed: string | undefined;
   private lastProgress = Date.now();
@@ -122,7 +125,10 @@ export class PartitionRunner {
     }
     this.subscription = ingestPartition(
       this.input,
-      { ...this.deps.ports, commits: opened.committer },
+      {
+        ...this.deps.ports,
+        commits: timedCommitSink(opened.committer, (s) => this.deps.metrics.commitDuration.observe(s)),
+      },
       {
         settings: config.graph,
         rules: config.triggerRules,
@@ -255,21 +261,18 @@ export class PartitionRunner {
     this.committed = commit.offset;
     this.lastProgress = Date.now();
     this.flushMetrics();
-    const m = this.deps.metrics;
-    m.commits.inc();
-    let triggers = 0;
-    for (const r of commit.records) if (r.topic === this.deps.config.kafka.triggersTopic) triggers++;
-    if (triggers > 0) m.triggers.inc(triggers);
+    this.deps.metrics.countCommit(commit.records, this.deps.config.kafka);
     this.updateBackpressure();
     this.log.debug({ offset: commit.offset, records: commit.records.length }, 'committed');
   }
 
   private onDone(batch: readonly Done[]): void {
+    const now = Date.now();
     for (const d of batch) {
-      const o = d.entry.outcome;
-      this.counts[o.kind]++;
-      if (o.kind === 'dead-letter' && d.payloads.length > 0)
-        this.deps.metrics.deadLetters.inc({ class: o.errorClass });
+      const kind = d.entry.outcome.kind;
+      this.counts[kind]++;
+      if (kind === 'indexed' && d.entry.message !== undefined)
+        this.latenciesMs.push(now - Date.parse(d.entry.message.ts));
     }
   }
 
@@ -284,6 +287,8 @@ export class PartitionRunner {
     }
     c.skipped = 0;
     m.inFlight.set(this.labels, this.tracker.unfinished);
+    m.observeLatencies(this.latenciesMs);
+    this.latenciesMs.length = 0;
     const lag = this.lag();
     if (lag !== undefined) m.lag.set(this.labels, lag);
   }

@@ -1,10 +1,13 @@
-import { createServer, type Server } from 'node:http';
 import { Client } from '@elastic/elasticsearch';
 import { Redis } from 'ioredis';
 import { Kafka, logLevel } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
+import { type HttpServerHandle, startHttpServer } from '../http/http-server.js';
+import { Readiness } from '../http/readiness.js';
 import { assertKafkajsReadCommitted } from '../kafkajs-patch/read-committed.js';
+import { EsPoolMonitor, esPoolStats } from '../metrics/es-pool-monitor.js';
+import { WorkerMetrics } from '../metrics/worker-metrics.js';
 import { type Enrich, identityEnrich } from '../operators/enrich-in-order.js';
 import { createRetryPolicy } from '../retry/retry-policy.js';
 import { ElasticsearchDocumentStore } from '../sinks/elasticsearch-document-store.js';
@@ -13,9 +16,9 @@ import { ProgressLedger } from '../sinks/kafka-progress-ledger.js';
 import { RedisHealth } from '../sinks/redis-health.js';
 import { RedisKnownCopies } from '../sinks/redis-known-copies.js';
 import { ensureIndices } from './elasticsearch-setup.js';
+import { feedHealth, type HealthFeed } from './health-feed.js';
 import { kafkaLogCreator } from './kafka-log.js';
 import { ensureTopics } from './kafka-setup.js';
-import { WorkerMetrics } from './metrics.js';
 import { PartitionPauses } from './partition-pauses.js';
 import { PartitionRegistry } from './partition-registry.js';
 import { PartitionRunner } from './partition-runner.js';
@@ -29,6 +32,8 @@ export interface WorkerOptions {
 
 export interface WorkerHandle {
   readonly metrics: WorkerMetrics;
+  /** Where /metrics, /healthz and /readyz are served; undefined with HTTP_PORT=0. */
+  readonly httpUrl: string | undefined;
   /** Drains every partition, commits, leaves the group, disconnects. Safe to call more than once. */
   stop(): Promise<void>;
   /** Settles when the worker has stopped: resolves after stop(), rejects on a fatal error. */
@@ -47,12 +52,33 @@ export async function startWorker({
 }: WorkerOptions): Promise<WorkerHandle> {
   // Input topics and the progress ledger are read read_committed: refuse a kafkajs that leaks aborted records.
   assertKafkajsReadCommitted();
-  const metrics = new WorkerMetrics();
+  const metrics = new WorkerMetrics({
+    topics: config.kafka.topics,
+    esMaxConnections: config.elasticsearch.maxConnections,
+  });
+  const readiness = new Readiness({
+    joined: `not yet joined the consumer group "${config.kafka.groupId}"`,
+    elasticsearch: 'starting: Elasticsearch not checked yet',
+    kafka: 'starting: no answer from Kafka yet',
+  });
+  // First, so that an address in use stops the start before any connection is made.
+  const http: HttpServerHandle | undefined =
+    config.http.port > 0
+      ? await startHttpServer({ ...config.http, metrics: metrics.registry, readiness, log })
+      : undefined;
+  if (http) log.info({ url: http.url }, `HTTP on ${http.url}: /metrics, /healthz, /readyz`);
   const retry = createRetryPolicy({ baseMs: config.graph.retryBaseMs, maxMs: config.graph.retryMaxMs });
   const es = new Client({
     node: config.elasticsearch.node,
     requestTimeout: config.elasticsearch.requestTimeoutMs,
     maxRetries: 0, // the document store retries per item, with the retry policy
+    agent: { connections: config.elasticsearch.maxConnections },
+  });
+  const poolMonitor = new EsPoolMonitor({
+    readStats: () => esPoolStats(es),
+    maxConnections: config.elasticsearch.maxConnections,
+    publish: (pool) => metrics.setEsPool(pool),
+    log,
   });
   const redis = new Redis(config.redis.url, {
     lazyConnect: true,
@@ -82,16 +108,18 @@ export async function startWorker({
   });
   const redisHealth = new RedisHealth(
     redis,
-    { probeEveryMs: 1_000, onChange: (up) => metrics.redisUp.set(up ? 1 : 0) },
+    { probeEveryMs: 1_000, onChange: (up) => metrics.setRedisUp(up) },
     log.child({ component: 'redis' }),
   );
 
-  let server: Server | undefined;
+  let health: HealthFeed | undefined;
   const closeClients = async () => {
     redisHealth.stop();
+    health?.stop();
+    poolMonitor.stop();
     await Promise.allSettled([consumer.disconnect(), admin.disconnect(), es.close()]);
     redis.disconnect();
-    server?.close();
+    await http?.close();
   };
 
   try {
@@ -125,11 +153,15 @@ export async function startWorker({
         profilesIndex: config.elasticsearch.profilesIndex,
         eventsIndex: config.elasticsearch.eventsIndex,
         retry,
+        observer: metrics.elasticsearchObserver(),
       },
       log.child({ component: 'elasticsearch' }),
     ),
     enrich,
   };
+
+  health = feedHealth({ readiness, es, consumer, log, groupId: config.kafka.groupId });
+  poolMonitor.start();
 
   let stopping: Promise<void> | undefined;
   let settle!: { resolve: () => void; reject: (e: unknown) => void };
@@ -209,19 +241,6 @@ export async function startWorker({
     },
   });
 
-  if (config.metricsPort > 0) {
-    server = createServer((req, res) => {
-      if (req.url !== '/metrics') {
-        res.writeHead(404).end();
-        return;
-      }
-      metrics.registry.metrics().then(
-        (text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text),
-        () => res.writeHead(500).end(),
-      );
-    }).listen(config.metricsPort, '127.0.0.1');
-  }
-
   log.info(
     { topics: config.kafka.topics, group: config.kafka.groupId, brokers: config.kafka.brokers },
     'worker started',
@@ -232,6 +251,7 @@ export async function startWorker({
       // Stop fetching and drain while still in the group: consumer.stop() sends LeaveGroup at
       // once, and the peers would take the partitions (fencing this worker) mid-drain.
       log.info('stopping: draining partitions before leaving the group');
+      health?.leaving();
       await registry.drainAll(config.shutdownTimeoutMs);
       await consumer.stop().catch((err) => log.warn({ err: String(err) }, 'consumer stop failed'));
       await closeClients();
@@ -241,5 +261,5 @@ export async function startWorker({
     return stopping;
   };
 
-  return { metrics, stop, stopped };
+  return { metrics, httpUrl: http?.url, stop, stopped };
 }

@@ -27,6 +27,7 @@ function isolatedEnv(name: string): Record<string, string> {
     REDIS_URL: stackEnv.redisUrl,
     REDIS_KEY_PREFIX: `${name}:`,
     KAFKA_SESSION_TIMEOUT_MS: '6000',
+    HTTP_PORT: '0',
   };
 }
 

@@ -18,7 +18,8 @@ export function spawnWorker(env: Record<string, string>, name: string): WorkerPr
   const logFile = join(dir, `${name}.log`);
   const log = createWriteStream(logFile, { flags: 'a' });
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'worker'], {
-    env: { ...process.env, LOG_LEVEL: 'info', ...env },
+    // HTTP off unless a test asks for it: the default port would clash between workers.
+    env: { ...process.env, LOG_LEVEL: 'info', HTTP_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout?.pipe(log);

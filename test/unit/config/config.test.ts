@@ -121,6 +121,9 @@ describe('loadConfig: a bad value is one line naming the variable, the value and
     ['STALL_TIMEOUT_MS', '999', 'a whole number from 1000 to 86400000'],
     ['LOG_LEVEL', 'verbose', 'one of fatal, error, warn, info, debug'],
     ['METRICS_PORT', '65536', 'a whole number from 0 to 65535'],
+    ['HTTP_PORT', '65536', 'a whole number from 0 to 65535'],
+    ['HTTP_HOST', '  ', 'a host name or address to listen on'],
+    ['ES_MAX_CONNECTIONS', '0', 'a whole number from 1 to 10000'],
   ];
 
   it('the table covers every variable that has a bad value', () => {
@@ -141,6 +144,25 @@ describe('loadConfig: a bad value is one line naming the variable, the value and
     const { message } = configError(() => loadConfig({ BATCH_MAX: '1\n2' }, noFile));
     expectOneLine(message);
     expect(message).toContain('BATCH_MAX="1\\n2"');
+  });
+});
+
+describe('loadConfig: the HTTP server', () => {
+  it('listens on 0.0.0.0:9464 by default (contract), and HTTP_PORT=0 turns it off', () => {
+    expect(loadConfig({}, noFile).http).toEqual({ host: '0.0.0.0', port: 9464 });
+    expect(loadConfig({ HTTP_PORT: '0' }, noFile).http.port).toBe(0);
+    expect(loadConfig({ HTTP_HOST: '127.0.0.1', HTTP_PORT: '9999' }, noFile).http).toEqual({
+      host: '127.0.0.1',
+      port: 9999,
+    });
+  });
+
+  it('still takes the deprecated METRICS_PORT when HTTP_PORT is unset, and HTTP_PORT wins', () => {
+    expect(loadConfig({ METRICS_PORT: '9100' }, noFile).http.port).toBe(9100);
+    expect(loadConfig({ METRICS_PORT: '9100', HTTP_PORT: '9200' }, noFile).http.port).toBe(9200);
+    expect(configError(() => loadConfig({ METRICS_PORT: 'x' }, noFile)).message).toContain(
+      'METRICS_PORT is deprecated: use HTTP_PORT',
+    );
   });
 });
 

@@ -1,0 +1,28 @@
+# syntax=docker/dockerfile:1
+# The rxingest worker. Build: docker build -t rxingest .   Run: see README "Operations".
+
+# Build stage: compile TypeScript with the dev dependencies.
+FROM node:20-alpine AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
+
+# Runtime stage: production dependencies and the compiled worker only, as the unprivileged `node` user.
+FROM node:20-alpine AS runtime
+ENV NODE_ENV=production
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/dist ./dist
+COPY examples ./examples
+USER node
+EXPOSE 9464
+# /healthz answers 200 while the process runs and its event loop turns (HTTP_PORT must not be 0).
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.HTTP_PORT||9464)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+# node is PID 1 and handles SIGTERM itself: the worker drains, commits and exits 0.
+ENTRYPOINT ["node", "dist/cli/main.js"]
+CMD ["worker"]

@@ -1,0 +1,312 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { ErrorClass } from '../model/message.js';
+import type { OutRecord } from '../model/out-record.js';
+import type { OutcomeKind } from '../model/outcome.js';
+import type { ElasticsearchStoreObserver } from '../sinks/elasticsearch-observer.js';
+
+/** The contract's breaker states, as the numbers `rxingest_breaker_state` carries. */
+export const BREAKER_STATES = { closed: 0, 'half-open': 1, open: 2 } as const;
+export type BreakerState = keyof typeof BREAKER_STATES;
+
+/** What a retry was against; `reason` stays a short, bounded word (never an id or a message). */
+export type RetryTarget = 'elasticsearch' | 'redis' | 'kafka';
+
+const OUTCOMES: readonly OutcomeKind[] = [
+  'indexed',
+  'duplicate',
+  'stale',
+  'dead-letter',
+  'ignored',
+  'deleted',
+];
+const DEAD_LETTER_CLASSES: readonly ErrorClass[] = [
+  'invalid-json',
+  'schema',
+  'too-large',
+  'rejected',
+  'tombstone',
+];
+/** Seconds; from a fast local round trip to a request that sat out a long timeout. */
+const REQUEST_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+/** Seconds from the message's own `ts` to indexed: milliseconds when caught up, minutes behind a backlog. */
+const E2E_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 900];
+
+export interface WorkerMetricsOptions {
+  /** Input topics: `rxingest_topic_shed` starts at 0 for each. */
+  readonly topics?: readonly string[];
+  /** The Elasticsearch connection pool's size: the concurrency cap until a limiter sets its own. */
+  readonly esMaxConnections?: number;
+  /** Breaker targets that start out closed. */
+  readonly breakerTargets?: readonly string[];
+  /** prom-client's process and Node metrics (event-loop lag, heap, GC), prefixed `rxingest_`. */
+  readonly defaultMetrics?: boolean;
+}
+
+/**
+ * The worker's metrics, in a registry of its own (no global default registry),
+ * served on `/metrics` and read by the demo's progress line. Names and labels
+ * are the contract's ("Operating it"); labels stay bounded: topic, partition,
+ * outcome, class, op, target, reason — never a client id or a message id.
+ *
+ * Hot paths count plain numbers and hand them over per batch or commit (a
+ * labelled prom-client call costs about a microsecond); the setters below are
+ * for components that change state rarely (breakers, limiters, shedding).
+ */
+export class WorkerMetrics {
+  readonly registry = new Registry();
+  private readonly r = [this.registry];
+
+  readonly recordsIn = new Counter({
+    name: 'rxingest_records_in_total',
+    help: 'Records taken from Kafka into a partition graph',
+    registers: this.r,
+  });
+  readonly recordsDone = new Counter({
+    name: 'rxingest_records_done_total',
+    help: 'Records finished, by outcome (indexed, duplicate, stale, dead-letter; tombstones: ignored, deleted)',
+    labelNames: ['outcome'] as const,
+    registers: this.r,
+  });
+  readonly deadLetters = new Counter({
+    name: 'rxingest_dead_letters_total',
+    help: 'Dead letters published (committed with their offsets), by error class',
+    labelNames: ['class'] as const,
+    registers: this.r,
+  });
+  readonly triggers = new Counter({
+    name: 'rxingest_triggers_total',
+    help: 'Trigger records published (committed with their offsets)',
+    registers: this.r,
+  });
+  readonly commits = new Counter({
+    name: 'rxingest_commits_total',
+    help: 'Offset commits (Kafka transactions)',
+    registers: this.r,
+  });
+  readonly commitDuration = new Histogram({
+    name: 'rxingest_commit_duration_seconds',
+    help: 'One offset commit: the Kafka transaction with its triggers and dead letters, retries included',
+    buckets: REQUEST_BUCKETS,
+    registers: this.r,
+  });
+  readonly inFlight = new Gauge({
+    name: 'rxingest_in_flight',
+    help: 'Records taken into a partition graph and not yet durably committed',
+    labelNames: ['topic', 'partition'] as const,
+    registers: this.r,
+  });
+  readonly lag = new Gauge({
+    name: 'rxingest_consumer_lag',
+    help: 'Records between the committed offset and the partition end, as last fetched',
+    labelNames: ['topic', 'partition'] as const,
+    registers: this.r,
+  });
+  readonly paused = new Gauge({
+    name: 'rxingest_partition_paused',
+    help: '1 while a partition is paused for this reason (starting, backpressure, …)',
+    labelNames: ['topic', 'partition', 'reason'] as const,
+    registers: this.r,
+  });
+  readonly stalled = new Gauge({
+    name: 'rxingest_partition_stalled',
+    help: '1 while a partition has lag or unfinished work and made no commit for STALL_TIMEOUT_MS',
+    labelNames: ['topic', 'partition'] as const,
+    registers: this.r,
+  });
+  readonly restarts = new Counter({
+    name: 'rxingest_partition_restarts_total',
+    help: 'Partition graphs started again while still assigned, by reason (fenced, commit-failed, transient)',
+    labelNames: ['reason'] as const,
+    registers: this.r,
+  });
+  readonly partitionsFenced = new Counter({
+    name: 'rxingest_partitions_fenced_total',
+    help: 'Partitions this worker lost because a newer owner fenced its transactional producer',
+    registers: this.r,
+  });
+  readonly e2eLatency = new Histogram({
+    name: 'rxingest_e2e_latency_seconds',
+    help: "From the message's own ts to the record being indexed (clock skew included; negative counts as 0)",
+    buckets: E2E_BUCKETS,
+    registers: this.r,
+  });
+  readonly esRequestDuration = new Histogram({
+    name: 'rxingest_es_request_duration_seconds',
+    help: 'Elasticsearch requests by operation (bulk, mget), failed ones included',
+    labelNames: ['op'] as const,
+    buckets: REQUEST_BUCKETS,
+    registers: this.r,
+  });
+  readonly esConflicts = new Counter({
+    name: 'rxingest_es_conflicts_total',
+    help: 'Elasticsearch 409 answers: event-exists (a known event id) or profile-version (a lost race, re-read and retried)',
+    labelNames: ['kind'] as const,
+    registers: this.r,
+  });
+  readonly esConcurrencyLimit = new Gauge({
+    name: 'rxingest_es_concurrency_limit',
+    help: 'Concurrent Elasticsearch requests allowed (the connection pool size until a limiter sets it)',
+    registers: this.r,
+  });
+  readonly esPoolUtilization = new Gauge({
+    name: 'rxingest_es_pool_utilization',
+    help: 'Share of the Elasticsearch connection pool busy with a request (0..1)',
+    registers: this.r,
+  });
+  readonly esPoolQueued = new Gauge({
+    name: 'rxingest_es_pool_queued',
+    help: 'Elasticsearch requests waiting for a connection (their wait counts toward the request timeout)',
+    registers: this.r,
+  });
+  readonly esPoolConnections = new Gauge({
+    name: 'rxingest_es_pool_connections',
+    help: 'Open connections to Elasticsearch',
+    registers: this.r,
+  });
+  readonly retries = new Counter({
+    name: 'rxingest_retries_total',
+    help: 'Retries after a transient failure, by target (elasticsearch: documents sent again; kafka: partition restarts) and reason',
+    labelNames: ['target', 'reason'] as const,
+    registers: this.r,
+  });
+  readonly breakerState = new Gauge({
+    name: 'rxingest_breaker_state',
+    help: 'Circuit breaker per target: 0 closed, 1 half-open, 2 open',
+    labelNames: ['target'] as const,
+    registers: this.r,
+  });
+  readonly topicShed = new Gauge({
+    name: 'rxingest_topic_shed',
+    help: '1 while a topic is being shed (its intake held back in favour of others)',
+    labelNames: ['topic'] as const,
+    registers: this.r,
+  });
+  readonly redisUp = new Gauge({
+    name: 'rxingest_redis_up',
+    help: '1 while Redis answers, 0 while it is down, frozen or unreachable (ingestion goes on without it)',
+    registers: this.r,
+  });
+  readonly redisErrors = new Counter({
+    name: 'rxingest_redis_errors_total',
+    help: 'Redis errors by operation (connection, lookup, claim)',
+    labelNames: ['op'] as const,
+    registers: this.r,
+  });
+  readonly hotClients = new Gauge({
+    name: 'rxingest_hot_clients',
+    help: 'Clients currently treated as hot (their share of traffic above the skew threshold)',
+    registers: this.r,
+  });
+
+  constructor(options: WorkerMetricsOptions = {}) {
+    for (const outcome of OUTCOMES) this.recordsDone.inc({ outcome }, 0);
+    for (const c of DEAD_LETTER_CLASSES) this.deadLetters.inc({ class: c }, 0);
+    for (const op of ['bulk', 'mget'] as const) this.esRequestDuration.zero({ op });
+    for (const kind of ['event-exists', 'profile-version'] as const) this.esConflicts.inc({ kind }, 0);
+    for (const target of options.breakerTargets ?? ['elasticsearch', 'redis'])
+      this.setBreakerState(target, 'closed');
+    for (const topic of options.topics ?? []) this.setTopicShed(topic, false);
+    this.esConcurrencyLimit.set(options.esMaxConnections ?? 0);
+    this.redisUp.set(0);
+    this.hotClients.set(0);
+    if (options.defaultMetrics ?? true)
+      collectDefaultMetrics({ register: this.registry, prefix: 'rxingest_' });
+  }
+
+  /** End-to-end latencies in ms (indexed time minus the message's `ts`), handed over per batch. */
+  observeLatencies(ms: readonly number[]): void {
+    for (const v of ms) if (Number.isFinite(v)) this.e2eLatency.observe(v > 0 ? v / 1000 : 0);
+  }
+
+  /** One durable commit: counts it, its triggers, and its dead letters by class. */
+  countCommit(
+    payloads: readonly OutRecord[],
+    topics: { readonly triggersTopic: string; readonly dlqTopic: string },
+  ): void {
+    this.commits.inc();
+    let triggers = 0;
+    for (const r of payloads) {
+      if (r.topic === topics.triggersTopic) triggers++;
+      else if (r.topic === topics.dlqTopic)
+        this.deadLetters.inc({ class: r.headers?.['x-error-class'] ?? 'unknown' });
+    }
+    if (triggers > 0) this.triggers.inc(triggers);
+  }
+
+  countRetries(target: RetryTarget, reason: string, n = 1): void {
+    if (n > 0) this.retries.inc({ target, reason }, n);
+  }
+
+  countRedisErrors(op: 'connection' | 'lookup' | 'claim', n = 1): void {
+    if (n > 0) this.redisErrors.inc({ op }, n);
+  }
+
+  setEsConcurrencyLimit(limit: number): void {
+    this.esConcurrencyLimit.set(limit);
+  }
+
+  setBreakerState(target: string, state: BreakerState): void {
+    this.breakerState.set({ target }, BREAKER_STATES[state]);
+  }
+
+  setTopicShed(topic: string, shed: boolean): void {
+    this.topicShed.set({ topic }, shed ? 1 : 0);
+  }
+
+  setRedisUp(up: boolean): void {
+    this.redisUp.set(up ? 1 : 0);
+  }
+
+  setHotClients(count: number): void {
+    this.hotClients.set(count);
+  }
+
+  setEsPool(pool: { utilization: number; queued: number; connections: number }): void {
+    this.esPoolUtilization.set(pool.utilization);
+    this.esPoolQueued.set(pool.queued);
+    this.esPoolConnections.set(pool.connections);
+  }
+
+  /** What the Elasticsearch document store reports, into these metrics. */
+  elasticsearchObserver(): ElasticsearchStoreObserver {
+    return {
+      request: (op, seconds) => this.esRequestDuration.observe({ op }, seconds),
+      retries: (reason, count) => this.countRetries('elasticsearch', reason, count),
+      conflicts: (kind, count) => this.esConflicts.inc({ kind }, count),
+    };
+  }
+
+  /** Plain numbers for a progress line or a summary. */
+  async snapshot(): Promise<MetricsSnapshot> {
+    const done = await this.recordsDone.get();
+    const by = (k: OutcomeKind) => done.values.find((v) => v.labels.outcome === k)?.value ?? 0;
+    const sum = async (g: Gauge) => (await g.get()).values.reduce((a, v) => a + v.value, 0);
+    return {
+      recordsIn: (await this.recordsIn.get()).values[0]?.value ?? 0,
+      indexed: by('indexed'),
+      duplicates: by('duplicate'),
+      stale: by('stale'),
+      deadLetters: by('dead-letter'),
+      ignored: by('ignored'),
+      deleted: by('deleted'),
+      triggers: (await this.triggers.get()).values[0]?.value ?? 0,
+      commits: (await this.commits.get()).values[0]?.value ?? 0,
+      inFlight: await sum(this.inFlight),
+      lag: await sum(this.lag),
+    };
+  }
+}
+
+export interface MetricsSnapshot {
+  recordsIn: number;
+  indexed: number;
+  duplicates: number;
+  stale: number;
+  deadLetters: number;
+  ignored: number;
+  deleted: number;
+  triggers: number;
+  commits: number;
+  inFlight: number;
+  lag: number;
+}

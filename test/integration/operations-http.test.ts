@@ -1,0 +1,243 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runProducer } from '../../src/generator/produce.js';
+import { planWorkload } from '../../src/generator/workload.js';
+import {
+  CONTRACT_METRICS,
+  type ParsedText,
+  parsePrometheusText,
+  samples,
+  sampleValue,
+  sumOf,
+} from '../support/prometheus-text.js';
+import { createTopics, kafkaClient, stackEnv, uniqueName, waitFor } from '../support/stack.js';
+import { freePort, TcpProxy } from '../support/tcp-proxy.js';
+import { spawnWorker, type WorkerProcess } from '../support/worker-process.js';
+
+/**
+ * The worker's HTTP server against the real Kafka, Elasticsearch and Redis:
+ * /readyz before joining, when ready, and with Elasticsearch unreachable (the
+ * worker's ES_NODE is a proxy port the test shuts); /metrics scraped while it
+ * ingests; an address in use.
+ */
+const kafka = kafkaClient();
+const name = uniqueName('ops');
+const topic = `${name}.in`;
+let proxy: TcpProxy;
+let port: number;
+let worker: WorkerProcess;
+let sentBefore = 0;
+
+const get = async (path: string) => {
+  const res = await fetch(`http://127.0.0.1:${port}${path}`, { signal: AbortSignal.timeout(5_000) });
+  return { status: res.status, text: await res.text() };
+};
+const scrape = async (): Promise<ParsedText> => parsePrometheusText((await get('/metrics')).text);
+const readyz = async () => {
+  const r = await get('/readyz');
+  return { status: r.status, body: JSON.parse(r.text) as { ready: boolean; reason?: string } };
+};
+const log = () => readFileSync(worker.logFile, 'utf8');
+
+async function committedToEnd() {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const [ends, committed] = await Promise.all([
+      admin.fetchTopicOffsets(topic),
+      admin.fetchOffsets({ groupId: `${name}-group`, topics: [topic] }),
+    ]);
+    const c = new Map(committed[0]!.partitions.map((p) => [p.partition, p.offset]));
+    return ends.every((e) => c.get(e.partition) === e.high);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+async function produce(count: number, seed: number) {
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  try {
+    const records = planWorkload({
+      seed,
+      count,
+      ratePerSec: 2_000,
+      clients: 100,
+      poisonShare: 0.02,
+      poisonKinds: ['invalid-json', 'missing-field', 'wrong-type'],
+      baseTimeMs: Date.now(),
+    });
+    return (await runProducer({ topic, records }, { producer })).total;
+  } finally {
+    await producer.disconnect();
+  }
+}
+
+beforeAll(async () => {
+  proxy = await TcpProxy.to(stackEnv.esNode);
+  port = await freePort();
+  worker = spawnWorker(
+    {
+      INGEST_TOPICS: topic,
+      INGEST_GROUP: `${name}-group`,
+      DLQ_TOPIC: `${name}.dlq`,
+      TRIGGERS_TOPIC: `${name}.triggers`,
+      PROFILES_INDEX: `${name}-profiles`,
+      EVENTS_INDEX: `${name}-events`,
+      TRIGGER_RULES: join(process.cwd(), 'examples', 'trigger-rules.json'),
+      KAFKA_BROKERS: stackEnv.kafkaBrokers,
+      ES_NODE: proxy.url,
+      REDIS_URL: stackEnv.redisUrl,
+      REDIS_KEY_PREFIX: `${name}:`,
+      KAFKA_SESSION_TIMEOUT_MS: '6000',
+      // The input topic appears only after the test has seen /readyz answer "not joined".
+      KAFKA_TOPIC_WAIT_MS: '120000',
+      COMMIT_INTERVAL_MS: '200',
+      RETRY_MAX_MS: '500',
+      HTTP_HOST: '127.0.0.1',
+      HTTP_PORT: String(port),
+    },
+    `${name}-worker`,
+  );
+});
+
+afterAll(async () => {
+  if (worker.child.exitCode === null) {
+    worker.child.kill('SIGTERM');
+    await worker.exited;
+  }
+  await proxy.shut();
+});
+
+describe('the HTTP server of a running worker', () => {
+  it('answers /readyz 503 with a reason before the worker has joined its group, /healthz 200', async () => {
+    const before = await waitFor('the HTTP server', () => readyz().catch(() => undefined), {
+      timeoutMs: 60_000,
+    });
+    expect(before.status).toBe(503);
+    expect(before.body.ready).toBe(false);
+    expect(before.body.reason).toContain(`not yet joined the consumer group "${name}-group"`);
+    const health = await get('/healthz');
+    expect(health.status).toBe(200);
+    expect(JSON.parse(health.text)).toMatchObject({ status: 'ok' });
+  });
+
+  it('stops a second worker on the same address with one clear line', async () => {
+    const second = spawnWorker(
+      { HTTP_HOST: '127.0.0.1', HTTP_PORT: String(port), KAFKA_BROKERS: stackEnv.kafkaBrokers },
+      `${name}-second`,
+    );
+    expect(await second.exited).toBe(1);
+    const stderrLines = readFileSync(second.logFile, 'utf8')
+      .split('\n')
+      .filter((l) => l.startsWith('rxingest:'));
+    expect(stderrLines).toEqual([
+      `rxingest: could not start: HTTP_HOST:HTTP_PORT 127.0.0.1:${port} is already in use (another rxingest worker?): ` +
+        'choose another HTTP_PORT, or 0 to turn the HTTP server off',
+    ]);
+  });
+
+  it('answers /readyz 200 once joined, with Elasticsearch and Kafka reachable', async () => {
+    await createTopics([{ topic, numPartitions: 4 }]);
+    const ready = await waitFor('ready', async () => {
+      const r = await readyz();
+      return r.status === 200 ? r : undefined;
+    });
+    expect(ready.body.ready).toBe(true);
+  });
+
+  it('exposes every contract metric while it ingests, and the counters and histograms move', async () => {
+    const first = await scrape();
+    const producing = produce(6_000, 7);
+    // Scrape while records are inside the graphs, not only after the fact.
+    const during = await waitFor(
+      'a scrape mid-ingest',
+      async () => {
+        const s = await scrape();
+        const n = sampleValue(s, 'rxingest_records_in_total') ?? 0;
+        return n > 0 && n < 6_000 ? s : undefined;
+      },
+      { intervalMs: 50 },
+    );
+    const sent = await producing;
+    sentBefore = sent;
+    await waitFor('every offset committed', () => committedToEnd());
+    const last = await scrape();
+
+    for (const [metric, labels] of Object.entries(CONTRACT_METRICS)) {
+      expect(during.types.has(metric), `${metric} in a scrape mid-ingest`).toBe(true);
+      // Histograms by their _count series; every series carries exactly the contract's labels.
+      const series = samples(during, during.types.get(metric) === 'histogram' ? `${metric}_count` : metric);
+      for (const x of series) expect(Object.keys(x.labels).sort(), metric).toEqual([...labels].sort());
+    }
+    const moved = (metric: string, labels: Record<string, string> = {}) =>
+      sumOf(last, metric, labels) - sumOf(first, metric, labels);
+    expect(moved('rxingest_records_in_total')).toBe(sent);
+    expect(moved('rxingest_records_done_total', { outcome: 'indexed' })).toBeGreaterThan(0);
+    expect(moved('rxingest_records_done_total')).toBe(sent);
+    expect(moved('rxingest_dead_letters_total')).toBe(
+      moved('rxingest_records_done_total', { outcome: 'dead-letter' }),
+    );
+    expect(moved('rxingest_dead_letters_total')).toBeGreaterThan(0);
+    expect(moved('rxingest_triggers_total')).toBeGreaterThan(0);
+    expect(moved('rxingest_commits_total')).toBeGreaterThan(0);
+    expect(moved('rxingest_commit_duration_seconds_count')).toBe(moved('rxingest_commits_total'));
+    expect(moved('rxingest_e2e_latency_seconds_count')).toBe(
+      moved('rxingest_records_done_total', { outcome: 'indexed' }),
+    );
+    expect(moved('rxingest_es_request_duration_seconds_count', { op: 'bulk' })).toBeGreaterThan(0);
+    expect(moved('rxingest_es_request_duration_seconds_count', { op: 'mget' })).toBeGreaterThan(0);
+    // Gauges the worker feeds: one series per assigned partition, the pool read from the real client.
+    // (a partition's lag and in-flight series appear with its first batch; by the end all four had one)
+    expect(
+      samples(last, 'rxingest_consumer_lag')
+        .map((s) => s.labels.partition)
+        .sort(),
+    ).toEqual(['0', '1', '2', '3']);
+    expect(samples(last, 'rxingest_in_flight').map((s) => s.value)).toEqual([0, 0, 0, 0]);
+    expect(samples(during, 'rxingest_partition_paused', { reason: 'starting' })).toHaveLength(4);
+    expect(sampleValue(last, 'rxingest_es_pool_connections')).toBeGreaterThan(0);
+    expect(sampleValue(last, 'rxingest_redis_up')).toBe(1);
+    expect(sampleValue(last, 'rxingest_es_concurrency_limit')).toBe(256);
+    expect(sampleValue(last, 'rxingest_nodejs_eventloop_lag_seconds')).toBeGreaterThanOrEqual(0);
+    expect(last.samples.some((s) => /client|^id$/i.test(Object.keys(s.labels).join(',')))).toBe(false);
+  });
+
+  it('answers /readyz 503 while Elasticsearch is unreachable, logs the outage as a few lines, and recovers', async () => {
+    await proxy.shut();
+    const down = await waitFor('not ready', async () => {
+      const r = await readyz();
+      return r.status === 503 ? r : undefined;
+    });
+    expect(down.body.reason).toMatch(
+      /^Elasticsearch unreachable: ConnectionError: connect ECONNREFUSED 127\.0\.0\.1:\d+$/,
+    );
+    const retriesBefore = sumOf(await scrape(), 'rxingest_retries_total', { target: 'elasticsearch' });
+    const producing = produce(1_000, 8);
+    await waitFor(
+      'at least 20 retries against the shut port',
+      async () =>
+        sumOf(await scrape(), 'rxingest_retries_total', { target: 'elasticsearch' }) - retriesBefore >= 20,
+    );
+    await proxy.open();
+    const sent = await producing;
+    await waitFor('ready again', async () => (await readyz()).status === 200);
+    await waitFor('the new records committed', () => committedToEnd());
+    expect(sumOf(await scrape(), 'rxingest_records_done_total')).toBe(sentBefore + sent);
+    const lines = log()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { msg: string; check?: string });
+    const failing = lines.filter((l) => l.msg.startsWith('Elasticsearch requests failing; retrying'));
+    const recovered = lines.filter((l) => l.msg.startsWith('Elasticsearch requests succeed again after'));
+    expect(failing).toHaveLength(1);
+    expect(recovered).toHaveLength(1);
+    expect(lines.filter((l) => l.check === 'elasticsearch' && l.msg.startsWith('not ready'))).toHaveLength(1);
+  });
+
+  it('drains on SIGTERM and exits 0', async () => {
+    worker.child.kill('SIGTERM');
+    expect(await worker.exited).toBe(0);
+  });
+});

@@ -1,0 +1,22 @@
+import { pino } from 'pino';
+
+/** One JSON log line as pino wrote it. */
+export type LogLine = Record<string, unknown> & { level: number; msg: string };
+
+/** A real pino logger writing into an array (levels: 30 info, 40 warn, 50 error). */
+export function capturedLog(level = 'debug') {
+  const lines: LogLine[] = [];
+  const log = pino({ level }, { write: (s: string) => lines.push(JSON.parse(s) as LogLine) });
+  return { log, lines, warnings: () => lines.filter((l) => l.level === 40) };
+}
+
+/** A clock tests move by hand. */
+export function fakeClock(start = 1_700_000_000_000) {
+  let t = start;
+  return {
+    now: () => t,
+    advance: (ms: number) => {
+      t += ms;
+    },
+  };
+}

@@ -1,0 +1,114 @@
+import { describe, expect, it } from 'vitest';
+import { WorkerMetrics } from '../../../src/metrics/worker-metrics.js';
+import { CONTRACT_METRICS, parsePrometheusText, sampleValue } from '../../support/prometheus-text.js';
+
+const metricsWith = () =>
+  new WorkerMetrics({ topics: ['in.a', 'in.b'], esMaxConnections: 256, defaultMetrics: false });
+
+describe('WorkerMetrics', () => {
+  it('registers every metric the contract names, with its labels', async () => {
+    const m = metricsWith();
+    const byName = new Map((await m.registry.getMetricsAsJSON()).map((x) => [x.name, x]));
+    for (const [name, labels] of Object.entries(CONTRACT_METRICS)) {
+      expect(byName.has(name), name).toBe(true);
+      // prom-client keeps labelNames on the metric object.
+      const metric = m.registry.getSingleMetric(name) as unknown as { labelNames: string[] };
+      expect([...metric.labelNames].sort(), name).toEqual([...labels].sort());
+    }
+  });
+
+  it('starts with values a dashboard can show before anything happened', async () => {
+    const text = parsePrometheusText(await metricsWith().registry.metrics());
+    expect(sampleValue(text, 'rxingest_records_done_total', { outcome: 'indexed' })).toBe(0);
+    expect(sampleValue(text, 'rxingest_dead_letters_total', { class: 'schema' })).toBe(0);
+    expect(sampleValue(text, 'rxingest_breaker_state', { target: 'elasticsearch' })).toBe(0);
+    expect(sampleValue(text, 'rxingest_topic_shed', { topic: 'in.b' })).toBe(0);
+    expect(sampleValue(text, 'rxingest_es_concurrency_limit')).toBe(256);
+    expect(sampleValue(text, 'rxingest_redis_up')).toBe(0);
+    expect(sampleValue(text, 'rxingest_hot_clients')).toBe(0);
+    expect(sampleValue(text, 'rxingest_es_request_duration_seconds_count', { op: 'mget' })).toBe(0);
+  });
+
+  it('exposes setters for the components that own breakers, limits, shedding, Redis and hot clients', async () => {
+    const m = metricsWith();
+    m.setBreakerState('elasticsearch', 'open');
+    m.setBreakerState('redis', 'half-open');
+    m.setEsConcurrencyLimit(12);
+    m.setTopicShed('in.a', true);
+    m.setRedisUp(true);
+    m.setHotClients(3);
+    m.countRetries('redis', 'timeout', 2);
+    m.countRedisErrors('claim');
+    m.setEsPool({ utilization: 0.5, queued: 7, connections: 4 });
+    const text = parsePrometheusText(await m.registry.metrics());
+    expect(sampleValue(text, 'rxingest_breaker_state', { target: 'elasticsearch' })).toBe(2);
+    expect(sampleValue(text, 'rxingest_breaker_state', { target: 'redis' })).toBe(1);
+    expect(sampleValue(text, 'rxingest_es_concurrency_limit')).toBe(12);
+    expect(sampleValue(text, 'rxingest_topic_shed', { topic: 'in.a' })).toBe(1);
+    expect(sampleValue(text, 'rxingest_redis_up')).toBe(1);
+    expect(sampleValue(text, 'rxingest_hot_clients')).toBe(3);
+    expect(sampleValue(text, 'rxingest_retries_total', { target: 'redis', reason: 'timeout' })).toBe(2);
+    expect(sampleValue(text, 'rxingest_redis_errors_total', { op: 'claim' })).toBe(1);
+    expect(sampleValue(text, 'rxingest_es_pool_utilization')).toBe(0.5);
+    expect(sampleValue(text, 'rxingest_es_pool_queued')).toBe(7);
+  });
+
+  it('counts a commit, its triggers and its dead letters by class', async () => {
+    const m = metricsWith();
+    const topics = { triggersTopic: 't', dlqTopic: 'd' };
+    m.countCommit(
+      [
+        { topic: 't', key: null, value: null },
+        { topic: 't', key: null, value: null },
+        { topic: 'd', key: null, value: null, headers: { 'x-error-class': 'schema' } },
+        { topic: 'd', key: null, value: null, headers: { 'x-error-class': 'invalid-json' } },
+        { topic: 'd', key: null, value: null, headers: { 'x-error-class': 'schema' } },
+      ],
+      topics,
+    );
+    m.countCommit([], topics);
+    const text = parsePrometheusText(await m.registry.metrics());
+    expect(sampleValue(text, 'rxingest_commits_total')).toBe(2);
+    expect(sampleValue(text, 'rxingest_triggers_total')).toBe(2);
+    expect(sampleValue(text, 'rxingest_dead_letters_total', { class: 'schema' })).toBe(2);
+    expect(sampleValue(text, 'rxingest_dead_letters_total', { class: 'invalid-json' })).toBe(1);
+    expect(sampleValue(text, 'rxingest_dead_letters_total', { class: 'too-large' })).toBe(0);
+  });
+
+  it('puts end-to-end latencies into the histogram in seconds, a future ts as 0, nonsense not at all', async () => {
+    const m = metricsWith();
+    m.observeLatencies([40, 2_000, -500, Number.NaN]);
+    const text = parsePrometheusText(await m.registry.metrics());
+    expect(sampleValue(text, 'rxingest_e2e_latency_seconds_count')).toBe(3);
+    expect(sampleValue(text, 'rxingest_e2e_latency_seconds_sum')).toBeCloseTo(2.04);
+    expect(sampleValue(text, 'rxingest_e2e_latency_seconds_bucket', { le: '0.05' })).toBe(2);
+  });
+
+  it('reports the Elasticsearch store into request durations, retries and 409s', async () => {
+    const m = metricsWith();
+    const o = m.elasticsearchObserver();
+    o.request('bulk', 0.02);
+    o.retries('item-429', 3);
+    o.conflicts('profile-version', 2);
+    const text = parsePrometheusText(await m.registry.metrics());
+    expect(sampleValue(text, 'rxingest_es_request_duration_seconds_count', { op: 'bulk' })).toBe(1);
+    expect(sampleValue(text, 'rxingest_retries_total', { target: 'elasticsearch', reason: 'item-429' })).toBe(
+      3,
+    );
+    expect(sampleValue(text, 'rxingest_es_conflicts_total', { kind: 'profile-version' })).toBe(2);
+  });
+
+  it('adds prom-client default process and Node metrics under the rxingest_ prefix', async () => {
+    const names = (await new WorkerMetrics().registry.getMetricsAsJSON()).map((x) => x.name);
+    for (const n of [
+      'rxingest_process_cpu_seconds_total',
+      'rxingest_process_resident_memory_bytes',
+      'rxingest_nodejs_eventloop_lag_seconds',
+      'rxingest_nodejs_heap_size_used_bytes',
+      'rxingest_nodejs_gc_duration_seconds',
+    ]) {
+      expect(names).toContain(n);
+    }
+    expect(names.every((n) => n.startsWith('rxingest_'))).toBe(true);
+  });
+});
