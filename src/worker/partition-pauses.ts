@@ -38,10 +38,30 @@ export class PartitionPauses {
     const now = held.size > 0;
     if (!now) this.reasons.delete(key);
     if (was === now) return;
-    const tp = [{ topic, partitions: [partition] }];
-    if (now) this.consumer.pause(tp);
-    else this.consumer.resume(tp);
+    this.apply(topic, partition, now);
     this.log.debug({ topic, partition, reason, paused: now }, now ? 'partition paused' : 'partition resumed');
+  }
+
+  /**
+   * kafkajs forgets its pauses when it restarts its consumer after a crash (and refuses
+   * pause/resume while it is not running): the worker re-applies them on every GROUP_JOIN.
+   */
+  reapply(): void {
+    for (const key of this.reasons.keys()) {
+      const [topic, partition] = key.split('\u0000') as [string, string];
+      this.apply(topic, Number(partition), true);
+    }
+  }
+
+  private apply(topic: string, partition: number, paused: boolean): void {
+    const tp = [{ topic, partitions: [partition] }];
+    try {
+      if (paused) this.consumer.pause(tp);
+      else this.consumer.resume(tp);
+    } catch (err) {
+      // Not running (restarting after a crash): the next GROUP_JOIN re-applies what is held.
+      this.log.debug({ topic, partition, err: String(err) }, 'could not tell kafkajs about a pause yet');
+    }
   }
 
   isPaused(topic: string, partition: number): boolean {
@@ -56,6 +76,6 @@ export class PartitionPauses {
     for (const r of held) this.observer.paused(topic, partition, r, false);
     this.reasons.delete(key);
     // kafkajs keeps a pause across rebalances: a partition that comes back must not be stuck.
-    this.consumer.resume([{ topic, partitions: [partition] }]);
+    this.apply(topic, partition, false);
   }
 }

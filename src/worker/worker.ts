@@ -215,7 +215,10 @@ export async function startWorker({
   // kafkajs has no revoke callback: GROUP_JOIN carries the new assignment, and it is
   // emitted synchronously before the new generation's first fetch, so new partitions
   // are held back (paused) until their previous owner is fenced.
-  consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => registry.assign(payload.memberAssignment));
+  consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
+    pauses.reapply();
+    registry.assign(payload.memberAssignment);
+  });
   // A fetch that brought only transaction markers or aborted records never reaches
   // eachBatch; its end still moves the partition's position.
   consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
