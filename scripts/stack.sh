@@ -3,7 +3,10 @@
 # loopback, without Docker. Downloads come from Maven Central into a cache outside
 # the work tree, so the second `up` on a machine takes seconds.
 #
-#   bash scripts/stack.sh up | down [server...] | status | owned
+#   bash scripts/stack.sh up | down [server...] | status | owned   [--secure]
+#
+# --secure (or RXINGEST_STACK_SECURE=1): the secured stack instead (TLS, SASL, x-pack
+# security, passwords; its own processes, ports and state: scripts/stack/secure.sh).
 #
 # Settings (environment):
 #   KAFKA_PORT (9092)  KAFKA_CONTROLLER_PORT (9093)  ES_PORT (9200)  REDIS_PORT (6379)
@@ -280,11 +283,29 @@ cmd_owned() {
   for s in redis kafka elasticsearch; do pid_alive "$STATE/$s.pid" && echo "$s"; done; return 0
 }
 
+# --secure anywhere in the arguments (or RXINGEST_STACK_SECURE=1) selects the secured stack.
+secure=${RXINGEST_STACK_SECURE:-0}
+args=()
+for a in "$@"; do
+  if [ "$a" = --secure ]; then secure=1; else args+=("$a"); fi
+done
+set -- "${args[@]+"${args[@]}"}"
+if [ "$secure" = 1 ] || [ "$secure" = true ]; then
+  # shellcheck source=stack/secure.sh
+  . "$here/scripts/stack/secure.sh"
+  case "${1:-}" in
+    up) secure_up; exit ;;
+    down) secure_down; exit ;;
+    status) secure_status; exit ;;
+    owned) secure_owned; exit ;;
+  esac
+fi
+
 case "${1:-}" in
   up) cmd_up ;;
   down) shift; cmd_down "$@" ;;
   status) cmd_status ;;
   owned) cmd_owned ;;
-  -h|--help|help|"") sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' ;;
+  -h|--help|help|"") sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' ;;
   *) die "unknown command '$1' (use up, down, status)" ;;
 esac
