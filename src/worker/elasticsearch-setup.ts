@@ -1,6 +1,7 @@
 import { type Client, errors } from '@elastic/elasticsearch';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
+import { redactUrl } from '../config/redact-url.js';
 
 /**
  * `data` is mapped `dynamic: runtime`: every field is searchable, and a field
@@ -48,7 +49,7 @@ export async function ensureIndices(es: Client, cfg: Config['elasticsearch'], lo
       )
         continue;
       if (err instanceof errors.ConnectionError) {
-        throw new Error(`Elasticsearch at ${cfg.node} is unreachable: ${err.message}`);
+        throw new Error(`Elasticsearch at ${redactUrl(cfg.node)} is unreachable: ${err.message}`);
       }
       throw err;
     }

@@ -1,8 +1,9 @@
 import { createServer, type Server } from 'node:http';
-import { Client } from '@elastic/elasticsearch';
-import { Redis } from 'ioredis';
-import { Kafka, logLevel } from 'kafkajs';
+import { logLevel } from 'kafkajs';
 import type { Logger } from 'pino';
+import { checkElasticsearch, createElasticsearch } from '../clients/elasticsearch.js';
+import { checkKafka, createKafka } from '../clients/kafka.js';
+import { createRedis, describeRedisFailure } from '../clients/redis.js';
 import type { Config } from '../config/config.js';
 import { type Enrich, identityEnrich } from '../operators/enrich-in-order.js';
 import { ElasticsearchDocumentStore } from '../sinks/elasticsearch-document-store.js';
@@ -39,20 +40,18 @@ export async function startWorker({
   enrich = identityEnrich,
 }: WorkerOptions): Promise<WorkerHandle> {
   const metrics = new WorkerMetrics();
-  const es = new Client({
-    node: config.elasticsearch.node,
+  const es = createElasticsearch(config.elasticsearch, {
     requestTimeout: config.elasticsearch.requestTimeoutMs,
     maxRetries: 0, // the document store retries per item, with backoff
   });
-  const redis = new Redis(config.redis.url, {
+  const redis = createRedis(config.redis, {
     enableOfflineQueue: false,
     commandTimeout: 2_000,
     maxRetriesPerRequest: 1,
     lazyConnect: true,
   });
-  const kafka = new Kafka({
+  const kafka = createKafka(config.kafka, {
     clientId: config.kafka.clientId,
-    brokers: config.kafka.brokers,
     logLevel: logLevel.WARN,
     logCreator: kafkaLogCreator(log),
     retry: { retries: 8, initialRetryTime: 200, maxRetryTime: 5_000 },
@@ -84,10 +83,22 @@ export async function startWorker({
   };
 
   try {
-    await redis.connect().catch((err) => {
-      throw new Error(`Redis at ${config.redis.url} is unreachable: ${err.message}`);
-    });
+    // The socket's error (wrong password, TLS) comes as an 'error' event; connect() then
+    // rejects with a bare "Connection is closed.": name the first one.
+    let redisError: unknown;
+    const onRedisError = (err: unknown) => {
+      redisError ??= err;
+    };
+    redis.on('error', onRedisError);
+    await redis
+      .connect()
+      .catch((err) => {
+        throw new Error(describeRedisFailure(config.redis, redisError ?? err));
+      })
+      .finally(() => redis.off('error', onRedisError));
+    await checkElasticsearch(es, config.elasticsearch);
     await ensureIndices(es, config.elasticsearch, log);
+    await checkKafka(config.kafka);
     await admin.connect();
     await ensureTopics(admin, config.kafka, log);
     await consumer.connect();
