@@ -72,14 +72,19 @@ export interface ReadRecord {
  * so it cannot be the judge of exactly-once. Two passes: JSON for headers, and a
  * length-prefixed raw format for the exact key and value bytes (JSON mangles non-UTF-8).
  */
-export async function readCommitted(topic: string): Promise<ReadRecord[]> {
+export async function readCommitted(
+  topic: string,
+  /** Another cluster (the secured stack): its brokers and kcat's -X options for TLS/SASL. */
+  { brokers = stackEnv.kafkaBrokers, kcatOptions = [] as string[] } = {},
+): Promise<ReadRecord[]> {
   const kcat = (format: string[]) =>
     run(
       'kcat',
       [
         '-C',
+        ...kcatOptions,
         '-b',
-        stackEnv.kafkaBrokers,
+        brokers,
         '-t',
         topic,
         '-e',
