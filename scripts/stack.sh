@@ -264,6 +264,7 @@ cmd_down() {
   for p in $(es_leftovers); do kill -TERM "$p" 2>/dev/null || true; done
   stop_pidfile Kafka "$STATE/kafka.pid"
   stop_pidfile Redis "$STATE/redis.pid"
+  if sec_any_up; then secure_down; fi
   say "down (data kept in $STATE and $(es_run_dir); remove them for a fresh start)"
 }
 
@@ -275,6 +276,7 @@ cmd_status() {
     local v; v=$(curl -fsS -m 2 "http://127.0.0.1:$ES_PORT/_nodes/_local?filter_path=nodes.*.version" | sed -n 's/.*"version" *: *"\([^"]*\)".*/\1/p')
     echo "elasticsearch  up    http://127.0.0.1:$ES_PORT (version $v)"
   else echo "elasticsearch  down"; ok=1; fi
+  if sec_any_up; then echo "secure stack   up    (npm run stack:status -- --secure)"; fi
   return $ok
 }
 
@@ -283,7 +285,10 @@ cmd_owned() {
   for s in redis kafka elasticsearch; do pid_alive "$STATE/$s.pid" && echo "$s"; done; return 0
 }
 
-# --secure anywhere in the arguments (or RXINGEST_STACK_SECURE=1) selects the secured stack.
+# --secure anywhere in the arguments (or RXINGEST_STACK_SECURE=1) selects the secured stack;
+# the plain commands know about it too (status mentions it, a bare down stops it).
+# shellcheck source=stack/secure.sh
+. "$here/scripts/stack/secure.sh"
 secure=${RXINGEST_STACK_SECURE:-0}
 args=()
 for a in "$@"; do
@@ -291,8 +296,6 @@ for a in "$@"; do
 done
 set -- "${args[@]+"${args[@]}"}"
 if [ "$secure" = 1 ] || [ "$secure" = true ]; then
-  # shellcheck source=stack/secure.sh
-  . "$here/scripts/stack/secure.sh"
   case "${1:-}" in
     up) secure_up; exit ;;
     down) secure_down; exit ;;

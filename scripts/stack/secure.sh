@@ -364,7 +364,7 @@ secure_status() {
   if sec_alive elasticsearch && sec_es_ready; then
     echo "elasticsearch  up    https://127.0.0.1:$SECURE_ES_PORT (security on)"
   else echo "elasticsearch  down  (secure)"; ok=1; fi
-  [ -f "$SEC/env" ] && echo "settings       $SEC/env"
+  [ $ok = 0 ] && [ -f "$SEC/env" ] && echo "settings       $SEC/env"
   return $ok
 }
 
