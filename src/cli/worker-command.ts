@@ -11,12 +11,12 @@ ${Object.entries(configVariables)
   .map(([name, def]) => `  ${name.padEnd(26)}[${def}]`)
   .join('\n')}
 
-Secured clusters (off unless set; help shows defaults, never the values you set):
+Secured clusters (off unless set; help never shows the values you set):
 ${Object.entries(securityVariables)
-  .map(([name, def]) => `  ${name.padEnd(26)}${def === '' ? '' : `[${def}]`}`)
+  .map(([name, meaning]) => `  ${name.padEnd(26)}${meaning}`)
   .join('\n')}
-  ${FILE_VARIABLES.map((v) => `${v}_FILE`).join(', ')}:
-  read that variable from a file (Docker/Kubernetes secrets). Certificates take a path or PEM text.
+  Every secret, and the user names, may come from a file: ${FILE_VARIABLES.map((v) => `${v}_FILE`).join(', ')}.
+  A password for Redis goes in REDIS_URL (rediss://:password@host:port), or REDIS_URL_FILE.
 
 A bad value stops the start with one line naming the variable, the value and what is expected.
 SIGTERM or SIGINT drains in-flight work, commits and exits 0.`;

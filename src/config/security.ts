@@ -66,20 +66,20 @@ export const FILE_VARIABLES = [
 /** Variables whose value is never shown (REDIS_URL and ES_NODE are shown without credentials). */
 export const SECRET_VARIABLES = new Set(['KAFKA_SASL_PASSWORD', 'ES_API_KEY', 'ES_PASSWORD']);
 
-/** The secured-connection variables, for `--help` (no defaults: all are off unless set). */
+/** The secured-connection variables and what they take, for `--help` (all off unless set). */
 export const securityVariables: Record<string, string> = {
-  KAFKA_SSL: 'false',
-  KAFKA_SSL_CA: '',
-  KAFKA_SSL_CERT: '',
-  KAFKA_SSL_KEY: '',
-  KAFKA_SASL_MECHANISM: '',
-  KAFKA_SASL_USERNAME: '',
-  KAFKA_SASL_PASSWORD: '',
-  ES_API_KEY: '',
-  ES_USERNAME: '',
-  ES_PASSWORD: '',
-  ES_CA_CERT: '',
-  REDIS_CA_CERT: '',
+  KAFKA_SSL: 'true: TLS to the brokers [false]',
+  KAFKA_SSL_CA: 'CA certificate(s) (a path or PEM text)',
+  KAFKA_SSL_CERT: 'client certificate, for mutual TLS (a path or PEM text)',
+  KAFKA_SSL_KEY: 'its unencrypted private key (a path or PEM text; secret)',
+  KAFKA_SASL_MECHANISM: 'plain, scram-sha-256 or scram-sha-512',
+  KAFKA_SASL_USERNAME: 'SASL user',
+  KAFKA_SASL_PASSWORD: 'SASL password (secret)',
+  ES_API_KEY: 'the encoded API key (secret)',
+  ES_USERNAME: 'Basic auth user (instead of ES_API_KEY)',
+  ES_PASSWORD: 'Basic auth password (secret)',
+  ES_CA_CERT: 'CA certificate(s) for an https:// ES_NODE (a path or PEM text)',
+  REDIS_CA_CERT: 'CA certificate(s) for a rediss:// REDIS_URL (a path or PEM text)',
 };
 
 type Env = Readonly<Record<string, string | undefined>>;

@@ -309,7 +309,7 @@ describe('*_FILE variants', () => {
 });
 
 describe('--help table', () => {
-  it('lists every secured-connection variable with no value in it', () => {
+  it('lists every secured-connection variable, each with what it takes', () => {
     expect(Object.keys(securityVariables).sort()).toEqual(
       [
         'ES_API_KEY',
@@ -326,6 +326,6 @@ describe('--help table', () => {
         'REDIS_CA_CERT',
       ].sort(),
     );
-    expect(Object.values(securityVariables).filter((v) => v !== '' && v !== 'false')).toEqual([]);
+    for (const meaning of Object.values(securityVariables)) expect(meaning.length).toBeGreaterThan(5);
   });
 });
