@@ -3,7 +3,10 @@
 # loopback, without Docker. Downloads come from Maven Central into a cache outside
 # the work tree, so the second `up` on a machine takes seconds.
 #
-#   bash scripts/stack.sh up | down [server...] | status | owned
+#   bash scripts/stack.sh up | down [server...] | status | owned   [--secure]
+#
+# --secure (or RXINGEST_STACK_SECURE=1): the secured stack instead (TLS, SASL, x-pack
+# security, passwords; its own processes, ports and state: scripts/stack/secure.sh).
 #
 # Settings (environment):
 #   KAFKA_PORT (9092)  KAFKA_CONTROLLER_PORT (9093)  ES_PORT (9200)  REDIS_PORT (6379)
@@ -261,6 +264,7 @@ cmd_down() {
   for p in $(es_leftovers); do kill -TERM "$p" 2>/dev/null || true; done
   stop_pidfile Kafka "$STATE/kafka.pid"
   stop_pidfile Redis "$STATE/redis.pid"
+  if sec_any_up; then secure_down; fi
   say "down (data kept in $STATE and $(es_run_dir); remove them for a fresh start)"
 }
 
@@ -272,6 +276,7 @@ cmd_status() {
     local v; v=$(curl -fsS -m 2 "http://127.0.0.1:$ES_PORT/_nodes/_local?filter_path=nodes.*.version" | sed -n 's/.*"version" *: *"\([^"]*\)".*/\1/p')
     echo "elasticsearch  up    http://127.0.0.1:$ES_PORT (version $v)"
   else echo "elasticsearch  down"; ok=1; fi
+  if sec_any_up; then echo "secure stack   up    (npm run stack:status -- --secure)"; fi
   return $ok
 }
 
@@ -280,11 +285,30 @@ cmd_owned() {
   for s in redis kafka elasticsearch; do pid_alive "$STATE/$s.pid" && echo "$s"; done; return 0
 }
 
+# --secure anywhere in the arguments (or RXINGEST_STACK_SECURE=1) selects the secured stack;
+# the plain commands know about it too (status mentions it, a bare down stops it).
+# shellcheck source=stack/secure.sh
+. "$here/scripts/stack/secure.sh"
+secure=${RXINGEST_STACK_SECURE:-0}
+args=()
+for a in "$@"; do
+  if [ "$a" = --secure ]; then secure=1; else args+=("$a"); fi
+done
+set -- "${args[@]+"${args[@]}"}"
+if [ "$secure" = 1 ] || [ "$secure" = true ]; then
+  case "${1:-}" in
+    up) secure_up; exit ;;
+    down) secure_down; exit ;;
+    status) secure_status; exit ;;
+    owned) secure_owned; exit ;;
+  esac
+fi
+
 case "${1:-}" in
   up) cmd_up ;;
   down) shift; cmd_down "$@" ;;
   status) cmd_status ;;
   owned) cmd_owned ;;
-  -h|--help|help|"") sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' ;;
+  -h|--help|help|"") sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' ;;
   *) die "unknown command '$1' (use up, down, status)" ;;
 esac

@@ -2,17 +2,21 @@
 # Builds scripts/stack/es-root-plugin (GET / and HEAD / banner, which the
 # integ-test-zip distribution lacks) and installs it into an Elasticsearch home.
 #
-#   bash scripts/stack/install-es-root-plugin.sh ES_HOME CACHE_DIR
+#   bash scripts/stack/install-es-root-plugin.sh ES_HOME CACHE_DIR [PLUGIN_DIR]
+#
+# PLUGIN_DIR (a folder next to this script, default es-root-plugin) builds and installs
+# another plugin of the same layout instead (the secured stack's es-security-analysis-plugin).
 #
 # Idempotent: exits 0 at once when the same build of the plugin is installed.
-# Build output and logs go under CACHE_DIR/es-root-plugin, never into the work tree.
+# Build output and logs go under CACHE_DIR/PLUGIN_DIR, never into the work tree.
 # Needs Maven (Maven Central) and a JDK 21+: ES_JAVA_HOME if set, else Temurin 25.
 set -euo pipefail
 
-NAME=rxingest-rest-root
-src=$(cd "$(dirname "${BASH_SOURCE[0]}")/es-root-plugin" && pwd)
+plugin_dir=${3:-es-root-plugin}
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")/$plugin_dir" && pwd)
+NAME=$(sed -n 's/^name=//p' "$src/src/main/plugin-metadata/plugin-descriptor.properties")
 
-say() { printf '[es-root-plugin] %s\n' "$*" >&2; }
+say() { printf "[%s] %s\n" "$plugin_dir" "$*" >&2; }
 die() { printf '[es-root-plugin] ERROR: %s\n' "$*" >&2; exit 1; }
 # die_log WHY LOG: the one-line error, then the log's last lines for context.
 die_log() {
@@ -22,7 +26,7 @@ die_log() {
   exit 1
 }
 
-[ $# -eq 2 ] || die "usage: $0 ES_HOME CACHE_DIR"
+[ $# -eq 2 ] || [ $# -eq 3 ] || die "usage: $0 ES_HOME CACHE_DIR [PLUGIN_DIR]"
 es_home=${1%/}
 cache=${2%/}
 [ -x "$es_home/bin/elasticsearch-plugin" ] || die "$es_home/bin/elasticsearch-plugin not found: ES_HOME is not an Elasticsearch home"
@@ -53,7 +57,7 @@ jdk=${ES_JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
 [ -x "$jdk/bin/javac" ] || die "no JDK at $jdk (set ES_JAVA_HOME to a JDK 21+ with javac)"
 command -v mvn >/dev/null || die "Maven (mvn) is needed to build the plugin"
 
-work="$cache/es-root-plugin"
+work="$cache/$plugin_dir"
 mkdir -p "$work" || die "cannot create $work"
 # One build/install at a time per cache (parallel `stack.sh up`s).
 exec 9>"$work/.lock"

@@ -2,13 +2,17 @@ import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Client } from '@elastic/elasticsearch';
 import { Command } from 'commander';
-import { Kafka, logLevel } from 'kafkajs';
+import { logLevel } from 'kafkajs';
 import { pino } from 'pino';
+import { createElasticsearch } from '../clients/elasticsearch.js';
+import { createKafka } from '../clients/kafka.js';
 import { ConfigError, loadConfig } from '../config/config.js';
+import { redactUrl } from '../config/redact-url.js';
 import { runProducer } from '../generator/produce.js';
 import { describeWorkload, workloadRecords } from '../generator/workload.js';
+import { createLogger } from '../log/logger.js';
+import { secretValues } from '../log/secrets.js';
 import type { MetricsSnapshot } from '../metrics/worker-metrics.js';
 import { startWorker } from '../worker/worker.js';
 
@@ -57,9 +61,8 @@ export function demoCommand(): Command {
         throw err;
       }
       const topic = config.kafka.topics[0]!;
-      const kafka = new Kafka({
+      const kafka = createKafka(config.kafka, {
         clientId: 'rxingest-demo',
-        brokers: config.kafka.brokers,
         logLevel: logLevel.NOTHING,
       });
       const admin = kafka.admin();
@@ -71,7 +74,10 @@ export function demoCommand(): Command {
 
       const logFile = join(root, '.stack', 'logs', 'demo-worker.log');
       mkdirSync(dirname(logFile), { recursive: true });
-      const log = pino({ level: 'info' }, pino.destination({ dest: logFile, sync: false }));
+      const log = createLogger(
+        { level: 'info', secrets: secretValues(config) },
+        pino.destination({ dest: logFile, sync: false }),
+      );
       say(`worker log: ${logFile}`);
       const worker = await startWorker({ config, log }).catch((err: Error) => {
         // e.g. HTTP_PORT in use by another worker: one line, not a stack trace.
@@ -146,7 +152,7 @@ export function demoCommand(): Command {
       await worker.stop();
       const final = await worker.metrics.snapshot();
 
-      const es = new Client({ node: config.elasticsearch.node });
+      const es = createElasticsearch(config.elasticsearch, { requestTimeout: 30_000 });
       await es.indices.refresh({
         index: [config.elasticsearch.eventsIndex, config.elasticsearch.profilesIndex],
       });
@@ -165,7 +171,7 @@ export function demoCommand(): Command {
         `  Elasticsearch ${config.elasticsearch.profilesIndex.padEnd(18)} ${await count(config.elasticsearch.profilesIndex)} documents`,
       );
       say(
-        `  (index totals include earlier runs)  check: curl -s '${config.elasticsearch.node}/${config.elasticsearch.eventsIndex}/_count'`,
+        `  (index totals include earlier runs)  check: curl -s '${redactUrl(config.elasticsearch.node)}/${config.elasticsearch.eventsIndex}/_count'`,
       );
       say('  the local stack is still up: npm run stack:down stops it');
       await es.close();

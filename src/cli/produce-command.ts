@@ -1,6 +1,9 @@
 import { Command } from 'commander';
 import { type ConfigResourceTypes, Kafka, type KafkaConfig, logLevel, Partitioners } from 'kafkajs';
 import { z } from 'zod';
+import { kafkaClientConfig, kafkaMisconfiguration } from '../clients/kafka.js';
+import { ConfigError } from '../config/config.js';
+import { type KafkaSecurity, loadKafkaSecurity } from '../config/security.js';
 import { ProduceError, type ProduceProgress, type ProduceResult, runProducer } from '../generator/produce.js';
 import {
   DEFAULT_MAX_MESSAGE_BYTES,
@@ -41,6 +44,8 @@ export interface ProduceSettings {
   readonly workload: WorkloadOptions & { readonly seed: number; readonly maxMessageBytes: number };
   readonly json: boolean;
   readonly quiet: boolean;
+  /** TLS and SASL, from the worker's variables (KAFKA_SSL…, KAFKA_SASL_…); none by default. */
+  readonly security?: KafkaSecurity;
 }
 
 /** A bad option value; the message is the one line the user sees (after "error: "). */
@@ -297,6 +302,10 @@ Progress goes to stderr once a second (not with --quiet); the final summary goes
 as one JSON object with --json. SIGINT/SIGTERM stop early and still print the summary.
 Exit codes: 0 done, 1 Kafka failure, 2 invalid option.
 
+A secured Kafka takes the worker's variables: KAFKA_SSL, KAFKA_SSL_CA, KAFKA_SSL_CERT,
+KAFKA_SSL_KEY, KAFKA_SASL_MECHANISM, KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD (or a
+<NAME>_FILE variant for the secrets).
+
 Examples:
   rxingest produce --create-topic 8 --rate 2000 --duration 30
   rxingest produce --topic ingest.events --count 50000 --hot-clients 3 --hot-share 0.5 --seed 7
@@ -304,13 +313,16 @@ Examples:
 `;
 
 /** The settings' Kafka client; kafkajs' own logging is off, errors are reported here. */
-const kafkaConfig = (brokers: string[]): KafkaConfig => ({
-  clientId: 'rxingest-produce',
-  brokers,
-  logLevel: logLevel.NOTHING,
-  connectionTimeout: 5_000,
-  retry: { retries: 5, initialRetryTime: 200 },
-});
+const kafkaConfig = (s: ProduceSettings): KafkaConfig =>
+  kafkaClientConfig(
+    { brokers: s.brokers, ...s.security },
+    {
+      clientId: 'rxingest-produce',
+      logLevel: logLevel.NOTHING,
+      connectionTimeout: 5_000,
+      retry: { retries: 5, initialRetryTime: 200 },
+    },
+  );
 
 /** kafkajs' ConfigResourceTypes.TOPIC (not importable by name from ESM: kafkajs' exports end in a spread). */
 const TOPIC_RESOURCE = 2 as ConfigResourceTypes;
@@ -384,10 +396,10 @@ export function produceCommand(deps: ProduceCommandDeps = {}): Command {
       let settings: ProduceSettings;
       let shape: WorkloadShape;
       try {
-        settings = parseProduceOptions(raw, env);
+        settings = { ...parseProduceOptions(raw, env), security: loadKafkaSecurity(env) };
         shape = describeWorkload(settings.workload);
       } catch (e) {
-        if (e instanceof OptionError || e instanceof RangeError) {
+        if (e instanceof OptionError || e instanceof RangeError || e instanceof ConfigError) {
           return cmd.error(`error: ${e.message}`, { exitCode: 2, code: 'rxingest.invalidOption' });
         }
         throw e;
@@ -432,7 +444,7 @@ async function produce(
   deps: ProduceCommandDeps,
   err: (line: string) => void,
 ): Promise<{ summary: ProduceResult; oversizeLeftOut: boolean }> {
-  const kafka = (deps.createKafka ?? ((c) => new Kafka(c)))(kafkaConfig(settings.brokers));
+  const kafka = (deps.createKafka ?? ((c) => new Kafka(c)))(kafkaConfig(settings));
   const { topic } = settings;
   const maxBytes = settings.workload.maxMessageBytes;
   const where = `${topic} at ${settings.brokers.join(',')}`;
@@ -478,6 +490,9 @@ async function produce(
       }
     }
   } catch (e) {
+    // A wrong password or an untrusted certificate: say that, not kafkajs' retry story.
+    const misconfigured = kafkaMisconfiguration({ brokers: settings.brokers, ...settings.security }, e);
+    if (misconfigured !== undefined) throw new Error(misconfigured, { cause: e });
     throw new Error(`Kafka admin on ${where}: ${(e as Error).message}`, { cause: e });
   } finally {
     await admin.disconnect().catch(() => undefined);

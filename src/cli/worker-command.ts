@@ -1,6 +1,8 @@
 import { Command } from 'commander';
-import { pino } from 'pino';
 import { ConfigError, configVariables, loadConfig } from '../config/config.js';
+import { FILE_VARIABLES, securityVariables } from '../config/security.js';
+import { createLogger } from '../log/logger.js';
+import { secretScrubber, secretValues } from '../log/secrets.js';
 import { startWorker } from '../worker/worker.js';
 
 const HELP_AFTER = `
@@ -8,6 +10,13 @@ Configuration comes from environment variables (default in brackets):
 ${Object.entries(configVariables)
   .map(([name, def]) => `  ${name.padEnd(26)}[${def}]`)
   .join('\n')}
+
+Secured clusters (off unless set; help never shows the values you set):
+${Object.entries(securityVariables)
+  .map(([name, meaning]) => `  ${name.padEnd(26)}${meaning}`)
+  .join('\n')}
+  Every secret, and the user names, may come from a file: ${FILE_VARIABLES.map((v) => `${v}_FILE`).join(', ')}.
+  A password for Redis goes in REDIS_URL (rediss://:password@host:port), or REDIS_URL_FILE.
 
 A bad value stops the start with one line naming the variable, the value and what is expected.
 SIGTERM or SIGINT drains in-flight work, commits and exits 0.`;
@@ -28,13 +37,15 @@ export function workerCommand(): Command {
         }
         throw err;
       }
-      const log = pino({ level: config.logLevel, base: { service: 'rxingest' } });
+      const secrets = secretValues(config);
+      const scrub = secretScrubber(secrets);
+      const log = createLogger({ level: config.logLevel, secrets });
       let worker: Awaited<ReturnType<typeof startWorker>>;
       try {
         worker = await startWorker({ config, log });
       } catch (err) {
         log.fatal({ err }, 'worker could not start');
-        process.stderr.write(`rxingest: could not start: ${(err as Error).message}\n`);
+        process.stderr.write(`rxingest: could not start: ${scrub((err as Error).message)}\n`);
         process.exit(1);
       }
       const onSignal = (signal: NodeJS.Signals) => {

@@ -1,12 +1,22 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import {
+  type ElasticsearchSecurity,
+  type KafkaSecurity,
+  loadElasticsearchSecurity,
+  loadKafkaSecurity,
+  loadRedisSecurity,
+  type RedisSecurity,
+  resolveSecretFiles,
+  showValue,
+} from './security.js';
 
 /**
  * The worker's settings, parsed and validated once at the edge (environment
  * variables) and passed in. Nothing below reads process.env.
  */
 export interface Config {
-  readonly kafka: {
+  readonly kafka: KafkaSecurity & {
     readonly brokers: string[];
     readonly clientId: string;
     readonly groupId: string;
@@ -22,7 +32,7 @@ export interface Config {
     /** Most bytes one fetch brings per partition: with HIGH_WATER, what bounds a partition's memory. */
     readonly maxBytesPerPartition: number;
   };
-  readonly elasticsearch: {
+  readonly elasticsearch: ElasticsearchSecurity & {
     readonly node: string;
     readonly profilesIndex: string;
     readonly eventsIndex: string;
@@ -30,7 +40,8 @@ export interface Config {
     /** Connections the client's pool may open per node (undici `connections`). */
     readonly maxConnections: number;
   };
-  readonly redis: {
+  readonly redis: RedisSecurity & {
+    /** May hold a password: show it only through redactUrl. */
     readonly url: string;
     readonly keyPrefix: string;
     readonly processedTtlMs: number;
@@ -268,7 +279,12 @@ export function loadTriggerRules(path: string, read: (p: string) => string = (p)
  * Parses the environment into a Config. A bad value throws a ConfigError whose
  * message is one line naming the variable, the value and what is expected.
  */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env, read?: (p: string) => string): Config {
+export function loadConfig(
+  envGiven: NodeJS.ProcessEnv = process.env,
+  read: (p: string) => string = (p) => readFileSync(p, 'utf8'),
+): Config {
+  // <NAME>_FILE variants of the secrets (security.ts) become <NAME> before anything reads them.
+  const env = resolveSecretFiles(envGiven, read);
   const raw = {} as Record<string, unknown>;
   for (const [name, [type, fallback]] of Object.entries(schema)) {
     const given = env[name];
@@ -276,7 +292,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, read?: (p: stri
     const parsed = (type as z.ZodType).safeParse(value);
     if (!parsed.success) {
       throw new ConfigError(
-        `${name}=${JSON.stringify(value)} is invalid: expected ${parsed.error.issues[0]?.message ?? 'a valid value'}`,
+        `${showValue(name, value)} is invalid: expected ${parsed.error.issues[0]?.message ?? 'a valid value'}`,
       );
     }
     raw[name] = parsed.data;
@@ -311,8 +327,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, read?: (p: stri
       `INGEST_TOPICS=${JSON.stringify(r.INGEST_TOPICS.join(','))} is invalid: expected topics other than DLQ_TOPIC, TRIGGERS_TOPIC and PROGRESS_TOPIC (${clash})`,
     );
   }
+  const kafkaSecurity = loadKafkaSecurity(env, read);
+  const esSecurity = loadElasticsearchSecurity(env, r.ES_NODE, read);
+  const redisSecurity = loadRedisSecurity(env, r.REDIS_URL, read);
   return {
     kafka: {
+      ...kafkaSecurity,
       brokers: r.KAFKA_BROKERS,
       clientId: r.KAFKA_CLIENT_ID,
       groupId: r.INGEST_GROUP,
@@ -326,13 +346,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, read?: (p: stri
       topicWaitMs: r.KAFKA_TOPIC_WAIT_MS,
     },
     elasticsearch: {
+      ...esSecurity,
       node: r.ES_NODE,
       profilesIndex: r.PROFILES_INDEX,
       eventsIndex: r.EVENTS_INDEX,
       requestTimeoutMs: r.ES_REQUEST_TIMEOUT_MS,
       maxConnections: r.ES_MAX_CONNECTIONS,
     },
-    redis: { url: r.REDIS_URL, keyPrefix: r.REDIS_KEY_PREFIX, processedTtlMs: r.PROCESSED_TTL_MS },
+    redis: {
+      ...redisSecurity,
+      url: r.REDIS_URL,
+      keyPrefix: r.REDIS_KEY_PREFIX,
+      processedTtlMs: r.PROCESSED_TTL_MS,
+    },
     graph: {
       maxMessageBytes: r.MAX_MESSAGE_BYTES,
       dedupWindowMs: r.DEDUP_WINDOW_MS,

@@ -1,6 +1,7 @@
 import { type Client, errors } from '@elastic/elasticsearch';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
+import { redactUrl } from '../config/redact-url.js';
 import { eventsIndexWildcard, isDatePattern } from '../model/event-index.js';
 
 /**
@@ -52,7 +53,7 @@ export async function ensureIndices(es: Client, cfg: Config['elasticsearch'], lo
   } catch (err) {
     if (err instanceof SetupError) throw err;
     if (err instanceof errors.ConnectionError || err instanceof errors.TimeoutError) {
-      throw new SetupError(`Elasticsearch at ${safeUrl(cfg.node)} is unreachable: ${err.message}`);
+      throw new SetupError(`Elasticsearch at ${redactUrl(cfg.node)} is unreachable: ${err.message}`);
     }
     throw err;
   }
@@ -123,17 +124,5 @@ async function checkProfilesMapping(es: Client, index: string): Promise<void> {
     throw new SetupError(
       `PROFILES_INDEX=${index}: the existing index cannot hold merged profiles: ${problems.join('; ')} (use another index, or recreate it and let rxingest create it)`,
     );
-  }
-}
-
-/** A URL without its credentials, for messages. */
-export function safeUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    u.username = '';
-    u.password = '';
-    return u.toString().replace(/\/$/, '');
-  } catch {
-    return '(invalid URL)';
   }
 }

@@ -1,7 +1,8 @@
-import { Client } from '@elastic/elasticsearch';
-import { Redis } from 'ioredis';
-import { Kafka, logLevel } from 'kafkajs';
+import { logLevel } from 'kafkajs';
 import type { Logger } from 'pino';
+import { checkElasticsearch, createElasticsearch } from '../clients/elasticsearch.js';
+import { checkKafka, createKafka } from '../clients/kafka.js';
+import { createRedis, probeRedis } from '../clients/redis.js';
 import type { Config } from '../config/config.js';
 import { type HttpServerHandle, startHttpServer } from '../http/http-server.js';
 import { Readiness } from '../http/readiness.js';
@@ -68,8 +69,7 @@ export async function startWorker({
       : undefined;
   if (http) log.info({ url: http.url }, `HTTP on ${http.url}: /metrics, /healthz, /readyz`);
   const retry = createRetryPolicy({ baseMs: config.graph.retryBaseMs, maxMs: config.graph.retryMaxMs });
-  const es = new Client({
-    node: config.elasticsearch.node,
+  const es = createElasticsearch(config.elasticsearch, {
     requestTimeout: config.elasticsearch.requestTimeoutMs,
     maxRetries: 0, // the document store retries per item, with the retry policy
     agent: { connections: config.elasticsearch.maxConnections },
@@ -80,7 +80,7 @@ export async function startWorker({
     publish: (pool) => metrics.setEsPool(pool),
     log,
   });
-  const redis = new Redis(config.redis.url, {
+  const redis = createRedis(config.redis, {
     lazyConnect: true,
     // Fail fast instead of queueing while Redis is away: it only saves work.
     enableOfflineQueue: false,
@@ -88,9 +88,8 @@ export async function startWorker({
     maxRetriesPerRequest: 0,
     retryStrategy: (times) => retry.delay(Math.min(times, 6)) + 100,
   });
-  const kafka = new Kafka({
+  const kafka = createKafka(config.kafka, {
     clientId: config.kafka.clientId,
-    brokers: config.kafka.brokers,
     logLevel: logLevel.WARN,
     logCreator: kafkaLogCreator(log),
     retry: { retries: 8, initialRetryTime: 200, maxRetryTime: 5_000 },
@@ -123,8 +122,14 @@ export async function startWorker({
   };
 
   try {
+    // Redis may be down (the worker starts without it and uses it once it answers), but a
+    // wrong password or an unknown CA is a setting to fix: that stops the start, in one line.
+    const probe = await probeRedis(config.redis);
+    if (!probe.up) log.warn({ reason: probe.reason }, 'Redis unavailable at start; ingesting without it');
     redisHealth.start();
+    await checkElasticsearch(es, config.elasticsearch);
     await ensureIndices(es, config.elasticsearch, log);
+    await checkKafka(config.kafka);
     await admin.connect();
     await ensureTopics(admin, config.kafka, log);
     await consumer.connect();

@@ -484,9 +484,9 @@ describe('ElasticsearchDocumentStore retries against a second node under pressur
   it('retries connection errors while nothing listens, and writes everything once a node is up', async () => {
     // One line while it fails (repeats are summarised), whatever the number of retries.
     expect(failuresBeforeStart).toBe(1);
-    expect((early.lines.find((l) => /failing; retrying/.test(l.msg)) as { err?: string } | undefined)?.err).toMatch(
-      /ConnectionError|NoLivingConnections/,
-    );
+    expect(
+      (early.lines.find((l) => /failing; retrying/.test(l.msg)) as { err?: string } | undefined)?.err,
+    ).toMatch(/ConnectionError|NoLivingConnections/);
     const results = await earlyWrite;
     expect(early.lines.some((l) => /succeed again after/.test(l.msg))).toBe(true);
     expect(results).toEqual(earlyEvents.map(() => ({ status: 'created' })));

@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
+import { stopSecureStackIfStartedBy } from './secure-stack.js';
 
 const run = promisify(execFile);
 const stack = (...args: string[]) =>
@@ -47,7 +49,12 @@ export default async function setup(): Promise<() => Promise<void>> {
     throw new Error(`the local stack could not start:\n${e.stderr ?? e.message}`);
   }
   const started = [...(await servers())].filter((s) => !before.has(s));
+  // The secured stack starts on demand (test/support/secure-stack.ts), at most once per run;
+  // the files that start it mark it with this run's id, and the teardown stops what it marked.
+  const runId = randomUUID();
+  process.env.RXINGEST_TEST_RUN = runId;
   return async () => {
+    await stopSecureStackIfStartedBy(runId);
     if (started.length > 0) await stack('down', ...started);
   };
 }

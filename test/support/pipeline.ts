@@ -227,12 +227,12 @@ export class Pipeline {
     const events = await searchAll(this.es, names.events);
     const wanted = [...expected.events].filter(([id]) => only.events === undefined || only.events.has(id));
     const idAt = new Map<string, string>();
-    for (const r of await readCommitted(names.topic, this.servers.kafkaBrokers)) {
+    for (const r of await readCommitted(names.topic, { brokers: this.servers.kafkaBrokers })) {
       const id = idOfValue(r.value);
       if (id !== undefined) idAt.set(`${r.partition}/${r.offset}`, id);
     }
     const profiles = await searchAll(this.es, names.profiles);
-    const triggers = await readCommitted(names.triggers, this.servers.kafkaBrokers);
+    const triggers = await readCommitted(names.triggers, { brokers: this.servers.kafkaBrokers });
     const ids = triggers.map((t) => JSON.parse(String(t.value)).id as string);
     const idSet = new Set<string>();
     const duplicates: string[] = [];
@@ -240,7 +240,7 @@ export class Pipeline {
       if (idSet.has(id)) duplicates.push(id);
       idSet.add(id);
     }
-    const dlq = await readCommitted(names.dlq, this.servers.kafkaBrokers);
+    const dlq = await readCommitted(names.dlq, { brokers: this.servers.kafkaBrokers });
     const b64 = (v: Buffer | null) => (v === null ? 'null' : v.toString('base64'));
     const deadValues = new Map<string, number>();
     for (const d of dlq) deadValues.set(b64(d.value), (deadValues.get(b64(d.value)) ?? 0) + 1);

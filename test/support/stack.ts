@@ -74,11 +74,27 @@ export interface ReadRecord {
  * so it cannot be the judge of exactly-once. Two passes: JSON for headers, and a
  * length-prefixed raw format for the exact key and value bytes (JSON mangles non-UTF-8).
  */
-export async function readCommitted(topic: string, brokers = stackEnv.kafkaBrokers): Promise<ReadRecord[]> {
+export async function readCommitted(
+  topic: string,
+  /** Another cluster (the secured stack): its brokers and kcat's -X options for TLS/SASL. */
+  { brokers = stackEnv.kafkaBrokers, kcatOptions = [] as string[] } = {},
+): Promise<ReadRecord[]> {
   const kcat = (format: string[]) =>
     run(
       'kcat',
-      ['-C', '-b', brokers, '-t', topic, '-e', '-q', '-X', 'isolation.level=read_committed', ...format],
+      [
+        '-C',
+        ...kcatOptions,
+        '-b',
+        brokers,
+        '-t',
+        topic,
+        '-e',
+        '-q',
+        '-X',
+        'isolation.level=read_committed',
+        ...format,
+      ],
       { maxBuffer: 1024 * 1024 * 1024, encoding: 'buffer' },
     );
   const [json, raw] = await Promise.all([kcat(['-J']), kcat(['-f', '%p %o %K %S\n%k%s\n'])]);
