@@ -1,5 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import {
+  type ControlSettings,
+  controlSchema,
+  controlSettings,
+  controlSettingsProblem,
+} from './control-settings.js';
 
 /**
  * The worker's settings, parsed and validated once at the edge (environment
@@ -36,6 +42,8 @@ export interface Config {
   readonly shutdownTimeoutMs: number;
   readonly logLevel: string;
   readonly metricsPort: number;
+  /** Push-back: adaptive concurrency, breaker, shedding, producer limits, hot clients. */
+  readonly control: ControlSettings;
 }
 
 /** What one partition's graph needs to know. */
@@ -194,6 +202,7 @@ const schema = {
     'info',
   ],
   METRICS_PORT: [int(0, 65_535), '0'],
+  ...controlSchema,
 } as const satisfies Record<string, readonly [z.ZodType, string]>;
 
 type Raw = { [K in keyof typeof schema]: z.output<(typeof schema)[K][0]> };
@@ -288,6 +297,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, read?: (p: stri
       `INGEST_TOPICS=${JSON.stringify(r.INGEST_TOPICS.join(','))} is invalid: expected topics other than DLQ_TOPIC and TRIGGERS_TOPIC (${clash})`,
     );
   }
+  const controlProblem = controlSettingsProblem(r, {
+    ingest: r.INGEST_TOPICS,
+    dlq: r.DLQ_TOPIC,
+    triggers: r.TRIGGERS_TOPIC,
+  });
+  if (controlProblem) throw new ConfigError(controlProblem);
   return {
     kafka: {
       brokers: r.KAFKA_BROKERS,
@@ -326,5 +341,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, read?: (p: stri
     shutdownTimeoutMs: r.SHUTDOWN_TIMEOUT_MS,
     logLevel: r.LOG_LEVEL,
     metricsPort: r.METRICS_PORT,
+    control: controlSettings(r),
   };
 }
