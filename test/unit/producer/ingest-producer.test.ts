@@ -15,7 +15,12 @@ function virtual(sendMs = 1) {
   let fail: ((r: ProducerRecord) => Error | undefined) | undefined;
   let gate: Promise<void> | undefined;
   return {
-    clock: { now: () => t, sleep: async (ms: number) => void (t += ms) },
+    clock: {
+      now: () => t,
+      sleep: async (ms: number) => {
+        t += ms;
+      },
+    },
     requests,
     failWhen: (f: typeof fail) => {
       fail = f;
