@@ -9,6 +9,7 @@ import { pino } from 'pino';
 import { ConfigError, loadConfig } from '../config/config.js';
 import { runProducer } from '../generator/produce.js';
 import { planWorkload } from '../generator/workload.js';
+import { createIngestProducer } from '../producer/index.js';
 import type { MetricsSnapshot } from '../worker/metrics.js';
 import { startWorker } from '../worker/worker.js';
 
@@ -83,7 +84,8 @@ export function demoCommand(): Command {
         say('\nCtrl-C: stopping the generator, draining the worker…');
       });
 
-      const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+      // rxingest's producer library (idempotent, one request in flight, hot-client partitioner).
+      const { producer: ingest, kafkaProducer: producer } = createIngestProducer(kafka);
       await producer.connect();
       const plan = planWorkload({ seed, ratePerSec: rate, durationMs, clients, shuffleVersions: 0.1 });
       say(
@@ -107,12 +109,13 @@ export function demoCommand(): Command {
         lastAt = Date.now();
       }, 1000);
 
-      const produced = await runProducer({ topic, records: plan, signal: abort.signal }, { producer }).catch(
-        (err) => {
-          say(`\ngenerator failed: ${(err as Error).message}`);
-          return undefined;
-        },
-      );
+      const produced = await runProducer(
+        { topic, records: plan, signal: abort.signal },
+        { producer: ingest },
+      ).catch((err) => {
+        say(`\ngenerator failed: ${(err as Error).message}`);
+        return undefined;
+      });
       await producer.disconnect();
       const sent = produced?.total ?? 0;
 
