@@ -595,7 +595,9 @@ async function produce(
         cause: e,
       });
     }
-    if (control) await control.refresh();
+    // Read the limit and the hot clients before the first send.
+    control?.watch(topic);
+    await control?.refresh();
     const summary = await runProducer(
       { topic, records: workloadRecords(workload), signal: controller.signal },
       {
