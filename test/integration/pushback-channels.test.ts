@@ -125,9 +125,8 @@ describe('lag monitor → producer limit in Redis → producers (real Kafka and 
 
   it('hot sets: totals over workers, enter above the rate, stay between the rates, leave below (real Redis)', async () => {
     const topic = uniqueName('hot');
-    const store = (n: number) =>
-      new RedisHotClientStore(redis, { keyPrefix: prefix, intervalMs: 1_000, spread: 4 });
-    const [w1, w2] = [store(1), store(2)];
+    const store = () => new RedisHotClientStore(redis, { keyPrefix: prefix, intervalMs: 1_000, spread: 4 });
+    const [w1, w2] = [store(), store()];
     const s = { enterRatePerSec: 1000, leaveRatePerSec: 500 };
     // Interval 1: two workers each see 600/s of c-hot (spread over their partitions): 1200/s in total.
     await w1.report(topic, 1, [
