@@ -595,6 +595,9 @@ async function produce(
         cause: e,
       });
     }
+    if (redis?.status === 'wait') {
+      await redis.connect().catch(() => undefined); // unreachable: the control source says so once
+    }
     // Read the limit and the hot clients before the first send.
     control?.watch(topic);
     await control?.refresh();
@@ -643,7 +646,7 @@ interface PushbackSummary {
 
 const defaultRedis = (url: string) =>
   new Redis(url, {
-    lazyConnect: false,
+    lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
     commandTimeout: 1_000,
