@@ -14,6 +14,7 @@ import { describeWorkload, workloadRecords } from '../generator/workload.js';
 import { createLogger } from '../log/logger.js';
 import { secretValues } from '../log/secrets.js';
 import type { MetricsSnapshot } from '../metrics/worker-metrics.js';
+import { createIngestProducer } from '../producer/index.js';
 import { startWorker } from '../worker/worker.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -98,7 +99,8 @@ export function demoCommand(): Command {
         say('\nCtrl-C: stopping the generator, draining the worker…');
       });
 
-      const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+      // rxingest's producer library (idempotent, one request in flight, hot-client partitioner).
+      const { producer: ingest, kafkaProducer: producer } = createIngestProducer(kafka);
       await producer.connect();
       // Generated lazily while sending, with message ts from now: end-to-end latency
       // (rxingest_e2e_latency_seconds) then measures the worker, not the time spent planning.
@@ -132,12 +134,13 @@ export function demoCommand(): Command {
         lastAt = Date.now();
       }, 1000);
 
-      const produced = await runProducer({ topic, records: plan, signal: abort.signal }, { producer }).catch(
-        (err) => {
-          say(`\ngenerator failed: ${(err as Error).message}`);
-          return undefined;
-        },
-      );
+      const produced = await runProducer(
+        { topic, records: plan, signal: abort.signal },
+        { producer: ingest },
+      ).catch((err) => {
+        say(`\ngenerator failed: ${(err as Error).message}`);
+        return undefined;
+      });
       await producer.disconnect();
       const sent = produced?.total ?? 0;
 

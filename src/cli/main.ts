@@ -2,6 +2,7 @@
 import { Command } from 'commander';
 import { demoCommand } from './demo-command.js';
 import { produceCommand } from './produce-command.js';
+import { shedCommand, unshedCommand } from './shed-command.js';
 import { workerCommand } from './worker-command.js';
 
 const program = new Command('rxingest')
@@ -11,6 +12,8 @@ const program = new Command('rxingest')
   )
   .addCommand(workerCommand(), { isDefault: true })
   .addCommand(produceCommand())
-  .addCommand(demoCommand());
+  .addCommand(demoCommand())
+  .addCommand(shedCommand())
+  .addCommand(unshedCommand());
 
 await program.parseAsync(process.argv);

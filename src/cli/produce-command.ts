@@ -1,9 +1,11 @@
 import { Command } from 'commander';
-import { type ConfigResourceTypes, Kafka, type KafkaConfig, logLevel, Partitioners } from 'kafkajs';
+import { Redis } from 'ioredis';
+import { type ConfigResourceTypes, Kafka, type KafkaConfig, logLevel } from 'kafkajs';
 import { z } from 'zod';
 import { kafkaClientConfig, kafkaMisconfiguration } from '../clients/kafka.js';
 import { ConfigError } from '../config/config.js';
 import { type KafkaSecurity, loadKafkaSecurity } from '../config/security.js';
+import { DEFAULT_CONTROL_KEY_PREFIX } from '../control/control-keys.js';
 import { ProduceError, type ProduceProgress, type ProduceResult, runProducer } from '../generator/produce.js';
 import {
   DEFAULT_MAX_MESSAGE_BYTES,
@@ -13,6 +15,7 @@ import {
   type WorkloadShape,
   workloadRecords,
 } from '../generator/workload.js';
+import { createIngestProducer, type IngestProducerStats, RedisControlSource } from '../producer/index.js';
 
 /** The options as commander hands them over (strings, or true for a bare optional value). */
 export interface RawProduceOptions {
@@ -34,6 +37,9 @@ export interface RawProduceOptions {
   eventNames?: string;
   json?: boolean;
   quiet?: boolean;
+  redisUrl?: string;
+  controlKeyPrefix?: string;
+  ignoreLimits?: boolean;
 }
 
 export interface ProduceSettings {
@@ -46,6 +52,8 @@ export interface ProduceSettings {
   readonly quiet: boolean;
   /** TLS and SASL, from the worker's variables (KAFKA_SSL…, KAFKA_SASL_…); none by default. */
   readonly security?: KafkaSecurity;
+  /** Where the workers publish producer limits and hot clients; undefined: no push-back. */
+  readonly control: { readonly redisUrl: string; readonly keyPrefix: string } | undefined;
 }
 
 /** A bad option value; the message is the one line the user sees (after "error: "). */
@@ -65,6 +73,8 @@ export interface ProduceCommandDeps {
   readonly err?: (line: string) => void;
   /** Stop early on SIGINT/SIGTERM. Default true. */
   readonly handleSignals?: boolean;
+  /** The Redis client for push-back (producer limits, hot clients). Default ioredis. */
+  readonly createRedis?: (url: string) => Redis;
 }
 
 // ---------------------------------------------------------------- validation
@@ -246,6 +256,33 @@ export function parseProduceOptions(raw: RawProduceOptions, env: Env = process.e
   const eventNames =
     raw.eventNames !== undefined ? check(eventNamesSchema, '--event-names', raw.eventNames) : undefined;
 
+  const redisUrlSchema = z
+    .string()
+    .trim()
+    .refine((u) => {
+      try {
+        return ['redis:', 'rediss:'].includes(new URL(u).protocol);
+      } catch {
+        return false;
+      }
+    }, 'a URL starting with redis:// or rediss://');
+  const redisUrl =
+    raw.redisUrl !== undefined
+      ? check(redisUrlSchema, '--redis-url', raw.redisUrl)
+      : env.REDIS_URL !== undefined && env.REDIS_URL !== ''
+        ? check(redisUrlSchema, '--redis-url', env.REDIS_URL, 'REDIS_URL')
+        : undefined;
+  const prefixSchema = z
+    .string()
+    .regex(/^\S{1,200}$/, 'a Redis key prefix of 1 to 200 characters without spaces');
+  const keyPrefix =
+    raw.controlKeyPrefix !== undefined
+      ? check(prefixSchema, '--control-key-prefix', raw.controlKeyPrefix)
+      : env.CONTROL_KEY_PREFIX !== undefined && env.CONTROL_KEY_PREFIX !== ''
+        ? check(prefixSchema, '--control-key-prefix', env.CONTROL_KEY_PREFIX, 'CONTROL_KEY_PREFIX')
+        : DEFAULT_CONTROL_KEY_PREFIX;
+  const control = redisUrl !== undefined && raw.ignoreLimits !== true ? { redisUrl, keyPrefix } : undefined;
+
   return {
     brokers,
     topic,
@@ -266,6 +303,7 @@ export function parseProduceOptions(raw: RawProduceOptions, env: Env = process.e
     },
     json: raw.json === true,
     quiet: raw.quiet === true,
+    control,
   };
 }
 
@@ -297,6 +335,11 @@ the same seed is a pure replay (every message a duplicate). Pass another --seed 
 Oversize poison needs a topic that accepts records over --max-message-bytes: --create-topic
 sets the topic's max.message.bytes accordingly; on an existing topic whose limit is too
 small, oversize poison is left out (with a warning).
+
+Push-back: with --redis-url (or REDIS_URL) the producer honours the rate limit the workers
+publish for the topic when their consumer group falls behind (it then falls behind its own
+plan, and says so), and spreads the clients the workers mark hot over several partitions.
+With Redis unreachable it sends as without push-back. --ignore-limits turns it off.
 
 Progress goes to stderr once a second (not with --quiet); the final summary goes to stdout,
 as one JSON object with --json. SIGINT/SIGTERM stop early and still print the summary.
@@ -343,8 +386,14 @@ const formatSummary = (s: ProduceSettings, r: ProduceResult): string => {
   );
 };
 
-const formatProgress = (p: ProduceProgress, planned: number): string =>
-  `produce: ${p.total}/${planned} sent, ${Math.round(p.ratePerSec)} msg/s, ${Math.round(p.lagMs)} ms behind plan`;
+const formatProgress = (p: ProduceProgress, planned: number, pushback?: IngestProducerStats): string => {
+  const limit = pushback ? Object.values(pushback.limits)[0] : undefined;
+  const throttled =
+    limit !== undefined
+      ? `, throttled to ${Math.round(limit)} msg/s (${pushback!.buffered.records} buffered)`
+      : '';
+  return `produce: ${p.total}/${planned} sent, ${Math.round(p.ratePerSec)} msg/s, ${Math.round(p.lagMs)} ms behind plan${throttled}`;
+};
 
 /** `rxingest produce`: sends a seeded, paced workload of contract messages to a Kafka topic. */
 export function produceCommand(deps: ProduceCommandDeps = {}): Command {
@@ -381,6 +430,15 @@ export function produceCommand(deps: ProduceCommandDeps = {}): Command {
       'send this share of clients’ profile updates out of version order (bare: 0.5; default: off)',
     )
     .option('--event-names <list>', 'comma-separated event names (default: signup,purchase,login,logout)')
+    .option(
+      '--redis-url <url>',
+      'honour producer limits and hot clients the workers publish there (default: $REDIS_URL; none: off)',
+    )
+    .option(
+      '--control-key-prefix <prefix>',
+      'the workers’ CONTROL_KEY_PREFIX (default: $CONTROL_KEY_PREFIX or rxingest:control:)',
+    )
+    .option('--ignore-limits', 'do not read producer limits or hot clients, even with REDIS_URL set')
     .option('--json', 'print the final summary as one JSON object')
     .option('--quiet', 'no progress lines on stderr')
     .addHelpText('after', HELP_AFTER)
@@ -422,6 +480,7 @@ export function produceCommand(deps: ProduceCommandDeps = {}): Command {
               },
               ...result.summary,
               oversizeLeftOut: result.oversizeLeftOut,
+              ...(result.pushback ? { pushback: result.pushback } : {}),
             }),
           );
         } else {
@@ -443,7 +502,7 @@ async function produce(
   shape: WorkloadShape,
   deps: ProduceCommandDeps,
   err: (line: string) => void,
-): Promise<{ summary: ProduceResult; oversizeLeftOut: boolean }> {
+): Promise<{ summary: ProduceResult; oversizeLeftOut: boolean; pushback?: PushbackSummary }> {
   const kafka = (deps.createKafka ?? ((c) => new Kafka(c)))(kafkaConfig(settings));
   const { topic } = settings;
   const maxBytes = settings.workload.maxMessageBytes;
@@ -504,12 +563,37 @@ async function produce(
     ? { ...settings.workload, poisonKinds: POISON_KINDS.filter((k) => k !== 'oversize') }
     : settings.workload;
 
-  const producer = kafka.producer({
-    // Idempotent: a retried send is not written twice, so only the planned duplicates exist.
-    idempotent: true,
-    maxInFlightRequests: 1,
-    allowAutoTopicCreation: false,
-    createPartitioner: Partitioners.DefaultPartitioner,
+  const redis = settings.control ? (deps.createRedis ?? defaultRedis)(settings.control.redisUrl) : undefined;
+  const control =
+    redis && settings.control
+      ? new RedisControlSource(redis, {
+          keyPrefix: settings.control.keyPrefix,
+          onStatus: (e) =>
+            err(
+              e
+                ? `produce: warning: cannot read producer limits from Redis (${e.message}); sending without them`
+                : 'produce: reading producer limits from Redis again',
+            ),
+        })
+      : undefined;
+  let limited = false;
+  const { producer: ingest, kafkaProducer: producer } = createIngestProducer(kafka, {
+    ...(control ? { control } : {}),
+    onLimit: (_, rate) => {
+      if (rate !== undefined) limited = true;
+      if (!settings.quiet)
+        err(
+          rate === undefined
+            ? 'produce: producer limit lifted'
+            : `produce: throttled to ${Math.round(rate)} msg/s by the workers’ lag monitor`,
+        );
+    },
+    producerConfig: {
+      // Idempotent: a retried send is not written twice, so only the planned duplicates exist.
+      idempotent: true,
+      maxInFlightRequests: 1,
+      allowAutoTopicCreation: false,
+    },
   });
   const controller = new AbortController();
   const stop = () => controller.abort();
@@ -526,26 +610,63 @@ async function produce(
         cause: e,
       });
     }
+    if (redis?.status === 'wait') {
+      await redis.connect().catch(() => undefined); // unreachable: the control source says so once
+    }
+    // Read the limit and the hot clients before the first send.
+    control?.watch(topic);
+    await control?.refresh();
     const summary = await runProducer(
       { topic, records: workloadRecords(workload), signal: controller.signal },
       {
-        producer,
-        onProgress: settings.quiet ? undefined : (p) => err(formatProgress(p, shape.total)),
+        producer: ingest,
+        onProgress: settings.quiet ? undefined : (p) => err(formatProgress(p, shape.total, ingest.stats())),
         onRejected: (r) =>
           err(
             `produce: warning: the broker refused a ${r.value?.length ?? 0}-byte ${r.kind} record as too large`,
           ),
       },
     );
-    return { summary, oversizeLeftOut };
+    const stats = ingest.stats();
+    return {
+      summary,
+      oversizeLeftOut,
+      ...(control
+        ? {
+            pushback: {
+              limited,
+              throttledMs: Math.round(stats.throttledMs),
+              maxBufferedRecords: stats.maxBufferedRecords,
+            },
+          }
+        : {}),
+    };
   } finally {
     if (handleSignals) {
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
     }
+    await control?.close();
+    redis?.disconnect();
     await producer.disconnect().catch(() => undefined);
   }
 }
+
+/** What push-back did to a run: whether it was limited, how long it waited for tokens, the most it buffered. */
+interface PushbackSummary {
+  readonly limited: boolean;
+  readonly throttledMs: number;
+  readonly maxBufferedRecords: number;
+}
+
+const defaultRedis = (url: string) =>
+  new Redis(url, {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    commandTimeout: 1_000,
+    // ioredis reports every failed reconnect as an 'error' event: the control source says it once.
+  }).on('error', () => undefined);
 
 async function topicMaxMessageBytes(
   admin: ReturnType<Kafka['admin']>,

@@ -1,6 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import {
+  type ControlSettings,
+  controlSchema,
+  controlSettings,
+  controlSettingsProblem,
+} from './control-settings.js';
+import {
   type ElasticsearchSecurity,
   type KafkaSecurity,
   loadElasticsearchSecurity,
@@ -54,6 +60,8 @@ export interface Config {
   readonly logLevel: string;
   /** `/metrics`, `/healthz`, `/readyz`; port 0 turns the server off. */
   readonly http: { readonly host: string; readonly port: number };
+  /** Push-back: adaptive concurrency, breaker, shedding, producer limits, hot clients. */
+  readonly control: ControlSettings;
 }
 
 /** What one partition's graph needs to know. */
@@ -216,6 +224,7 @@ const schema = {
   ],
   HTTP_HOST: [z.string().trim().min(1, 'a host name or address to listen on, e.g. 0.0.0.0'), '0.0.0.0'],
   HTTP_PORT: [int(0, 65_535), '9464'],
+  ...controlSchema,
 } as const satisfies Record<string, readonly [z.ZodType, string]>;
 
 type Raw = { [K in keyof typeof schema]: z.output<(typeof schema)[K][0]> };
@@ -330,6 +339,12 @@ export function loadConfig(
   const kafkaSecurity = loadKafkaSecurity(env, read);
   const esSecurity = loadElasticsearchSecurity(env, r.ES_NODE, read);
   const redisSecurity = loadRedisSecurity(env, r.REDIS_URL, read);
+  const controlProblem = controlSettingsProblem(r, {
+    ingest: r.INGEST_TOPICS,
+    dlq: r.DLQ_TOPIC,
+    triggers: r.TRIGGERS_TOPIC,
+  });
+  if (controlProblem) throw new ConfigError(controlProblem);
   return {
     kafka: {
       ...kafkaSecurity,
@@ -378,5 +393,6 @@ export function loadConfig(
     stallTimeoutMs: r.STALL_TIMEOUT_MS,
     logLevel: r.LOG_LEVEL,
     http: { host: r.HTTP_HOST, port: httpPort },
+    control: controlSettings(r),
   };
 }

@@ -78,3 +78,33 @@ export interface CommitSink {
   /** Answers one value (anything) once the commit is durable; an error means it may not be. */
   commit(offset: string, records: readonly OutRecord[]): ObservableInput<unknown>;
 }
+
+/**
+ * Admission of every request to a destination: the worker-wide adaptive concurrency limit
+ * and the circuit breaker (implemented in src/control/request-gate.ts). A store acquires a
+ * pass before each request, first tries and retries alike (so that retries never add load
+ * outside the limit), releases it once the answer is in, and sleeps its backoff without
+ * holding one. While the breaker is open, acquire() waits: no request goes out, no retry
+ * loop spins.
+ */
+export interface RequestGate {
+  /** Resolves when the request may go. Rejects with the signal's reason if it aborts first. */
+  acquire(signal?: AbortSignal): Promise<RequestPass>;
+}
+
+export interface RequestPass {
+  /** Exactly once, when the answer (or the failure) is in; later calls are ignored. */
+  release(outcome: RequestOutcome): void;
+}
+
+export interface RequestOutcome {
+  /**
+   * - `ok`: answered, nothing pushed back (409s and refusals of bad documents included).
+   * - `pushback`: answered, but load was refused: HTTP 429, or items with 429/5xx or
+   *   `es_rejected_execution_exception` inside an HTTP 200 bulk answer.
+   * - `failed`: no usable answer: connection error, timeout, 5xx, or every item refused for
+   *   a destination fault (missing index, no privilege, blocked index, unavailable shard).
+   * - `unsent`: abandoned before an answer (aborted): counts neither way.
+   */
+  readonly result: 'ok' | 'pushback' | 'failed' | 'unsent';
+}

@@ -1,0 +1,233 @@
+import { z } from 'zod';
+import type { AdaptiveConcurrencySettings } from '../control/adaptive-concurrency.js';
+import type { CircuitBreakerSettings } from '../control/circuit-breaker.js';
+
+/**
+ * The push-back settings (adaptive concurrency, breaker, shedding, producer limits, hot
+ * clients): their variables join the worker's schema in config.ts and are validated the
+ * same way, one line naming the variable, the value and what is expected.
+ */
+
+export type TopicPriority = 'high' | 'low';
+
+export interface ControlSettings {
+  readonly concurrency: AdaptiveConcurrencySettings;
+  readonly breaker: CircuitBreakerSettings;
+  readonly shedding: {
+    /** Topics not listed are `high`: only topics named `low` are ever shed automatically. */
+    readonly priorities: ReadonlyMap<string, TopicPriority>;
+    /** Lag of the high-priority topics (records) that starts shedding; 0: never for lag. */
+    readonly lagHigh: number;
+    /** … and below which shedding stops (with the breaker closed). */
+    readonly lagLow: number;
+    /** Automatic shedding lasts at least this long (no flapping). */
+    readonly minShedMs: number;
+    /** Compacted topic that carries the operators' shed/unshed decisions. */
+    readonly controlTopic: string;
+  };
+  /** How often the lag monitor reads the group's lag. */
+  readonly lagIntervalMs: number;
+  readonly producerLimits: {
+    /** Lag of a topic (records) above which its producers are limited; 0: off. */
+    readonly lagHigh: number;
+    /** … and below which the limit is lifted. */
+    readonly lagLow: number;
+    /** The limit is the drain rate × (1 − headroom), so that lag shrinks. */
+    readonly headroom: number;
+    /** The limit never goes below this (messages per second, whole topic). */
+    readonly minRatePerSec: number;
+    /** A published limit expires unless refreshed within this (a dead worker lifts it). */
+    readonly ttlMs: number;
+  };
+  readonly hotClients: {
+    /** Messages per second that make a client hot; 0: off. */
+    readonly enterRatePerSec: number;
+    /** … and below which it cools again. */
+    readonly leaveRatePerSec: number;
+    /** Partitions a hot client's messages are spread over. */
+    readonly spread: number;
+    /** Clients tracked per topic and worker (bounded memory). */
+    readonly sketchSize: number;
+    /** Rates are measured over intervals this long. */
+    readonly intervalMs: number;
+  };
+  /** Redis keys for producer limits and hot sets start with this. */
+  readonly keyPrefix: string;
+}
+
+const range = (min: number, max: number) => `a whole number from ${min} to ${max}`;
+const int = (min: number, max: number) =>
+  z
+    .string()
+    .trim()
+    .regex(/^\d+$/, range(min, max))
+    .transform(Number)
+    .pipe(z.number().int(range(min, max)).min(min, range(min, max)).max(max, range(min, max)));
+
+const decimal = (expected: string, ok: (n: number) => boolean) =>
+  z
+    .string()
+    .trim()
+    .regex(/^(\d+(\.\d*)?|\.\d+)$/, expected)
+    .transform(Number)
+    .pipe(z.number().refine(ok, expected));
+
+const PRIORITIES_EXPECTED =
+  'comma-separated topic:priority pairs, priority high or low (e.g. orders:high,reviews:low)';
+
+const priorities = z
+  .string()
+  .transform((s) =>
+    s
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean),
+  )
+  .pipe(
+    z.array(
+      z
+        .string()
+        .regex(/^[A-Za-z0-9._-]{1,249}:(high|low)$/, PRIORITIES_EXPECTED)
+        .transform((pair) => {
+          const at = pair.lastIndexOf(':');
+          return [pair.slice(0, at), pair.slice(at + 1) as TopicPriority] as const;
+        }),
+    ),
+  );
+
+const topicName = z
+  .string()
+  .trim()
+  .regex(/^[A-Za-z0-9._-]{1,249}$/, 'a Kafka topic name (letters, digits, ".", "_", "-")');
+
+/** The push-back variables, their types and defaults (spread into config.ts's schema). */
+export const controlSchema = {
+  ES_CONCURRENCY_INITIAL: [int(1, 10_000), '4'],
+  ES_CONCURRENCY_MIN: [int(1, 10_000), '1'],
+  ES_CONCURRENCY_MAX: [int(1, 10_000), '32'],
+  ES_CONCURRENCY_DECREASE: [decimal('a ratio between 0 and 1 (e.g. 0.9)', (n) => n > 0 && n < 1), '0.9'],
+  ES_CONCURRENCY_RTT_DEVIATION: [
+    decimal('a number of standard deviations from 0 to 100 (e.g. 2.5)', (n) => n >= 0 && n <= 100),
+    '2.5',
+  ],
+  BREAKER_WINDOW_MS: [int(1_000, 3_600_000), '30000'],
+  BREAKER_MIN_REQUESTS: [int(1, 1_000_000), '5'],
+  BREAKER_FAILURE_RATE: [
+    decimal('a share of failed requests above 0 and at most 1 (e.g. 0.5)', (n) => n > 0 && n <= 1),
+    '0.5',
+  ],
+  BREAKER_SLOW_CALL_MS: [int(0, 3_600_000), '10000'],
+  BREAKER_OPEN_MS: [int(100, 3_600_000), '5000'],
+  BREAKER_OPEN_MAX_MS: [int(100, 3_600_000), '60000'],
+  BREAKER_PROBES: [int(1, 1_000), '3'],
+  TOPIC_PRIORITIES: [priorities, ''],
+  SHED_LAG_HIGH: [int(0, 1e12), '100000'],
+  SHED_LAG_LOW: [int(0, 1e12), '20000'],
+  SHED_MIN_MS: [int(0, 86_400_000), '30000'],
+  CONTROL_TOPIC: [topicName, 'rxingest.control'],
+  LAG_INTERVAL_MS: [int(100, 600_000), '5000'],
+  PRODUCER_LIMIT_LAG_HIGH: [int(0, 1e12), '50000'],
+  PRODUCER_LIMIT_LAG_LOW: [int(0, 1e12), '10000'],
+  PRODUCER_LIMIT_HEADROOM: [decimal('a share from 0 to 0.9 (e.g. 0.1)', (n) => n >= 0 && n <= 0.9), '0.1'],
+  PRODUCER_LIMIT_MIN_RATE: [int(1, 10_000_000), '10'],
+  PRODUCER_LIMIT_TTL_MS: [int(1_000, 3_600_000), '30000'],
+  HOT_CLIENT_ENTER_RATE: [int(0, 10_000_000), '1000'],
+  HOT_CLIENT_LEAVE_RATE: [int(0, 10_000_000), '500'],
+  HOT_CLIENT_SPREAD: [int(2, 10_000), '4'],
+  HOT_CLIENT_SKETCH_SIZE: [int(8, 1_000_000), '128'],
+  HOT_CLIENT_INTERVAL_MS: [int(1_000, 3_600_000), '10000'],
+  CONTROL_KEY_PREFIX: [
+    z.string().regex(/^\S{1,200}$/, 'a Redis key prefix of 1 to 200 characters without spaces'),
+    'rxingest:control:',
+  ],
+} as const satisfies Record<string, readonly [z.ZodType, string]>;
+
+type ControlRaw = { [K in keyof typeof controlSchema]: z.output<(typeof controlSchema)[K][0]> };
+
+const show = (v: unknown) => JSON.stringify(String(v));
+
+/**
+ * The first problem among settings that depend on each other (or on the topics), as the
+ * one line a user sees; undefined when there is none.
+ */
+export function controlSettingsProblem(
+  r: ControlRaw,
+  topics: { readonly ingest: readonly string[]; readonly dlq: string; readonly triggers: string },
+): string | undefined {
+  if (r.ES_CONCURRENCY_MIN > r.ES_CONCURRENCY_MAX)
+    return `ES_CONCURRENCY_MIN=${show(r.ES_CONCURRENCY_MIN)} is invalid: expected at most ES_CONCURRENCY_MAX (${r.ES_CONCURRENCY_MAX})`;
+  if (r.ES_CONCURRENCY_INITIAL < r.ES_CONCURRENCY_MIN || r.ES_CONCURRENCY_INITIAL > r.ES_CONCURRENCY_MAX)
+    return `ES_CONCURRENCY_INITIAL=${show(r.ES_CONCURRENCY_INITIAL)} is invalid: expected a number from ES_CONCURRENCY_MIN to ES_CONCURRENCY_MAX (${r.ES_CONCURRENCY_MIN} to ${r.ES_CONCURRENCY_MAX})`;
+  if (r.BREAKER_OPEN_MAX_MS < r.BREAKER_OPEN_MS)
+    return `BREAKER_OPEN_MAX_MS=${show(r.BREAKER_OPEN_MAX_MS)} is invalid: expected at least BREAKER_OPEN_MS (${r.BREAKER_OPEN_MS})`;
+  const below = (low: keyof ControlRaw, high: keyof ControlRaw) =>
+    (r[high] as number) > 0 && (r[low] as number) >= (r[high] as number)
+      ? `${low}=${show(r[low])} is invalid: expected a number below ${high} (${r[high]})`
+      : undefined;
+  const order =
+    below('SHED_LAG_LOW', 'SHED_LAG_HIGH') ??
+    below('PRODUCER_LIMIT_LAG_LOW', 'PRODUCER_LIMIT_LAG_HIGH') ??
+    below('HOT_CLIENT_LEAVE_RATE', 'HOT_CLIENT_ENTER_RATE');
+  if (order) return order;
+  const seen = new Set<string>();
+  const given = r.TOPIC_PRIORITIES.map(([t, p]) => `${t}:${p}`).join(',');
+  for (const [topic] of r.TOPIC_PRIORITIES) {
+    if (seen.has(topic))
+      return `TOPIC_PRIORITIES=${show(given)} is invalid: expected each topic once (${topic} is given twice)`;
+    seen.add(topic);
+    if (!topics.ingest.includes(topic))
+      return `TOPIC_PRIORITIES=${show(given)} is invalid: expected topics of INGEST_TOPICS (${topic} is not one)`;
+  }
+  if (
+    topics.ingest.includes(r.CONTROL_TOPIC) ||
+    r.CONTROL_TOPIC === topics.dlq ||
+    r.CONTROL_TOPIC === topics.triggers
+  )
+    return `CONTROL_TOPIC=${show(r.CONTROL_TOPIC)} is invalid: expected a topic other than the input topics, DLQ_TOPIC and TRIGGERS_TOPIC`;
+  return undefined;
+}
+
+export function controlSettings(r: ControlRaw): ControlSettings {
+  return {
+    concurrency: {
+      initial: r.ES_CONCURRENCY_INITIAL,
+      min: r.ES_CONCURRENCY_MIN,
+      max: r.ES_CONCURRENCY_MAX,
+      decreaseRatio: r.ES_CONCURRENCY_DECREASE,
+      rttDeviationScale: r.ES_CONCURRENCY_RTT_DEVIATION,
+      ewmaAlpha: 0.4,
+    },
+    breaker: {
+      windowMs: r.BREAKER_WINDOW_MS,
+      minRequests: r.BREAKER_MIN_REQUESTS,
+      failureRate: r.BREAKER_FAILURE_RATE,
+      slowCallMs: r.BREAKER_SLOW_CALL_MS,
+      openMs: r.BREAKER_OPEN_MS,
+      openMaxMs: r.BREAKER_OPEN_MAX_MS,
+      probes: r.BREAKER_PROBES,
+    },
+    shedding: {
+      priorities: new Map(r.TOPIC_PRIORITIES),
+      lagHigh: r.SHED_LAG_HIGH,
+      lagLow: r.SHED_LAG_LOW,
+      minShedMs: r.SHED_MIN_MS,
+      controlTopic: r.CONTROL_TOPIC,
+    },
+    lagIntervalMs: r.LAG_INTERVAL_MS,
+    producerLimits: {
+      lagHigh: r.PRODUCER_LIMIT_LAG_HIGH,
+      lagLow: r.PRODUCER_LIMIT_LAG_LOW,
+      headroom: r.PRODUCER_LIMIT_HEADROOM,
+      minRatePerSec: r.PRODUCER_LIMIT_MIN_RATE,
+      ttlMs: r.PRODUCER_LIMIT_TTL_MS,
+    },
+    hotClients: {
+      enterRatePerSec: r.HOT_CLIENT_ENTER_RATE,
+      leaveRatePerSec: r.HOT_CLIENT_LEAVE_RATE,
+      spread: r.HOT_CLIENT_SPREAD,
+      sketchSize: r.HOT_CLIENT_SKETCH_SIZE,
+      intervalMs: r.HOT_CLIENT_INTERVAL_MS,
+    },
+    keyPrefix: r.CONTROL_KEY_PREFIX,
+  };
+}

@@ -1,0 +1,62 @@
+import type { RequestGate, RequestOutcome, RequestPass } from '../sinks/ports.js';
+import type { AdaptiveConcurrencyLimiter } from './adaptive-concurrency.js';
+import type { CircuitBreaker } from './circuit-breaker.js';
+import type { Clock } from './clock.js';
+import { systemClock } from './clock.js';
+
+/**
+ * The RequestGate of one destination: a concurrency permit first, then the breaker's
+ * admission. In that order so that time spent waiting for a permit never counts toward the
+ * breaker's slow-call limit, and the RTT handed to the limiter is measured from the
+ * breaker's admission (the request going out), not from the permit: waiting out an open
+ * breaker is not latency.
+ */
+export class AdmissionGate implements RequestGate {
+  private readonly clock: Pick<Clock, 'now'>;
+
+  constructor(
+    private readonly limiter: AdaptiveConcurrencyLimiter,
+    private readonly breaker: CircuitBreaker,
+    clock: Pick<Clock, 'now'> = systemClock,
+  ) {
+    this.clock = clock;
+  }
+
+  async acquire(signal?: AbortSignal): Promise<RequestPass> {
+    const permit = await this.limiter.acquire(signal);
+    let ticket: Awaited<ReturnType<CircuitBreaker['admit']>>;
+    try {
+      ticket = await this.breaker.admit(signal);
+    } catch (err) {
+      permit.cancel();
+      throw err;
+    }
+    const sentAt = this.clock.now();
+    let released = false;
+    return {
+      release: ({ result }: RequestOutcome) => {
+        if (released) return;
+        released = true;
+        const rttMs = this.clock.now() - sentAt;
+        switch (result) {
+          case 'ok':
+            ticket.success();
+            permit.release({ rttMs, backpressure: false });
+            break;
+          case 'pushback':
+            ticket.success();
+            permit.release({ rttMs, backpressure: true });
+            break;
+          case 'failed':
+            ticket.failure();
+            permit.release({ rttMs, backpressure: true });
+            break;
+          case 'unsent':
+            ticket.cancel();
+            permit.cancel();
+            break;
+        }
+      },
+    };
+  }
+}
