@@ -154,6 +154,7 @@ export class PartitionRunner {
         offset: m.offset,
         key: m.key,
         value: m.value,
+        headers: m.headers as RawRecord['headers'],
       });
     }
     if (this.lastOffset !== undefined) {
