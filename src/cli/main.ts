@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 import { Command } from 'commander';
 import { demoCommand } from './demo-command.js';
+import { dlqCommand } from './dlq-command.js';
 import { produceCommand } from './produce-command.js';
+import { reconcileCommand } from './reconcile-command.js';
 import { workerCommand } from './worker-command.js';
 
 const program = new Command('rxingest')
@@ -11,6 +13,8 @@ const program = new Command('rxingest')
   )
   .addCommand(workerCommand(), { isDefault: true })
   .addCommand(produceCommand())
-  .addCommand(demoCommand());
+  .addCommand(demoCommand())
+  .addCommand(reconcileCommand())
+  .addCommand(dlqCommand());
 
 await program.parseAsync(process.argv);
