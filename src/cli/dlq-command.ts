@@ -204,7 +204,7 @@ const LABELS: Record<keyof ReplayResult['counts'], string> = {
   replayed: 'replayed',
   'already-replayed': 'already replayed (skipped)',
   'still-bad': 'still poison with the current settings (skipped)',
-  'gave-up': 'dead-lettered too often (skipped, see --max-attempts)',
+  'gave-up': 'tried too often (skipped, see --max-attempts)',
   'source-gone': 'original gone from the source topic (skipped)',
   'no-source': 'without x-source-* headers (skipped)',
 };

@@ -6,9 +6,9 @@
  * - `x-replay-of`: `<dlqTopic>/<partition>/<offset>` of the dead letter it replays;
  * - `x-replay-root`: the same for the lineage's first dead letter (the original failure);
  * - `x-replay-count`: how many times that lineage has been replayed, this replay included.
- * On the dead letter of a replayed record: `x-dead-letter-count`, how many times the original
- * record has been dead-lettered (the first dead letter has none: 1), and the replayed record's
- * replay headers.
+ * On the dead letter of a replayed record: `x-dead-letter-count`, the attempts made with the
+ * record (the first, plus one per replay: x-replay-count + 1; a first dead letter has none),
+ * and the replayed record's replay headers.
  */
 export const REPLAY_OF = 'x-replay-of';
 export const REPLAY_ROOT = 'x-replay-root';

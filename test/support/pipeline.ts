@@ -1,9 +1,10 @@
 import { execFile } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Admin } from 'kafkajs';
-import { createTopics, stackEnv, uniqueName, waitFor } from './stack.js';
+import type { Admin, Kafka } from 'kafkajs';
+import { readTopics } from '../../src/tools/topic-reader.js';
+import { createTopics, kafkaClient, stackEnv, uniqueName, waitFor } from './stack.js';
 import { spawnWorker } from './worker-process.js';
 
 export const RULES = [{ id: 'welcome', when: { type: 'event', name: 'signup' }, emit: 'send-welcome-email' }];
@@ -56,13 +57,28 @@ export async function pipeline(
   return { name, names, env };
 }
 
-export async function committedEqualsEnd(admin: Admin, topic: string, group: string): Promise<boolean> {
+/**
+ * True when the group has committed every record of the topic: nothing but transaction
+ * markers or aborted records lies between its committed offsets and the ends (read_committed).
+ * (A worker that commits past markers reaches the end exactly; one that does not stops just
+ * before a trailing marker: both are caught up.)
+ */
+export async function caughtUp(admin: Admin, kafka: Kafka, topic: string, group: string): Promise<boolean> {
   const [ends, committed] = await Promise.all([
     admin.fetchTopicOffsets(topic),
     admin.fetchOffsets({ groupId: group, topics: [topic] }),
   ]);
-  const c = new Map(committed[0]!.partitions.map((p) => [p.partition, p.offset]));
-  return ends.every((e) => c.get(e.partition) === e.high);
+  const c = new Map(committed[0]!.partitions.map((p) => [p.partition, BigInt(p.offset)]));
+  const behind = ends
+    .map((e) => ({ partition: e.partition, from: c.get(e.partition) ?? -1n, to: BigInt(e.high) }))
+    .filter((p) => p.from < p.to);
+  if (behind.some((p) => p.from < 0n)) return false;
+  if (behind.length === 0) return true;
+  let records = 0;
+  await readTopics(kafka, [{ topic, partitions: behind }], (rs) => {
+    records += rs.length;
+  });
+  return records === 0;
 }
 
 /** Runs the real worker until the group has committed everything in the input topic, then stops it (SIGTERM). */
@@ -73,13 +89,21 @@ export async function runWorkerUntilCaughtUp(
   label: string,
 ) {
   const worker = spawnWorker(env, label);
+  const kafka = kafkaClient(`${label}-probe`);
   try {
+    // Until its signal handlers are in place a SIGTERM would kill it: wait for it to start.
+    await waitFor(
+      'the worker to start',
+      () =>
+        existsSync(worker.logFile) && readFileSync(worker.logFile, 'utf8').includes('"msg":"worker started"'),
+      { timeoutMs: 60_000 },
+    );
     await waitFor(
       'the worker to commit the whole input',
-      () => committedEqualsEnd(admin, names.topic, names.group),
+      () => caughtUp(admin, kafka, names.topic, names.group),
       {
         timeoutMs: 120_000,
-        intervalMs: 300,
+        intervalMs: 500,
       },
     );
   } finally {

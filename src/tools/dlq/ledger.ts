@@ -22,8 +22,8 @@ export const ledgerTopic = (dlqTopic: string) => `${dlqTopic}.replays`;
 export interface Ledger {
   /** Dead letter position → its replay. */
   readonly byDeadLetter: Map<string, LedgerEntry>;
-  /** Lineage roots that were replayed at least once. */
-  readonly roots: Set<string>;
+  /** Lineage root → how many times it was replayed (the highest replay count recorded). */
+  readonly roots: Map<string, number>;
 }
 
 export async function readLedger(kafka: Kafka, dlqTopic: string): Promise<Ledger> {
@@ -32,20 +32,20 @@ export async function readLedger(kafka: Kafka, dlqTopic: string): Promise<Ledger
   await admin.connect();
   let ranges: Awaited<ReturnType<typeof wholeTopics>>;
   try {
-    if (!(await admin.listTopics()).includes(topic)) return { byDeadLetter: new Map(), roots: new Set() };
+    if (!(await admin.listTopics()).includes(topic)) return { byDeadLetter: new Map(), roots: new Map() };
     ranges = await wholeTopics(admin, [topic]);
   } finally {
     await admin.disconnect();
   }
   const byDeadLetter = new Map<string, LedgerEntry>();
-  const roots = new Set<string>();
+  const roots = new Map<string, number>();
   await readTopics(kafka, ranges, (records) => {
     for (const r of records) {
       if (r.key === null || r.value === null) continue;
       try {
         const e = JSON.parse(String(r.value)) as LedgerEntry;
         byDeadLetter.set(r.key.toString('utf8'), e);
-        roots.add(e.root);
+        roots.set(e.root, Math.max(roots.get(e.root) ?? 0, Number(e.replayCount) || 1));
       } catch {
         // Not ours: a ledger record is JSON; skip anything else.
       }

@@ -70,7 +70,7 @@ export async function replayDeadLetters(
   }
 
   const decisions: ReplayDecision[] = [];
-  const toSend: { d: DeadLetter; message: Message; topic: string }[] = [];
+  const toSend: { d: DeadLetter; message: Message; topic: string; replayCount: number }[] = [];
   for (const d of deadLetters) {
     const decision = await decide(kafka, config, d, ledger, latest, maxAttempts, opts.force === true);
     if ('outcome' in decision) {
@@ -78,7 +78,7 @@ export async function replayDeadLetters(
       continue;
     }
     decisions.push({ deadLetter: d, outcome: 'replayed' });
-    toSend.push({ d, topic: d.source!.topic, message: decision.message });
+    toSend.push({ d, topic: d.source!.topic, message: decision.message, replayCount: decision.replayCount });
   }
 
   if (!opts.dryRun && toSend.length > 0) await send(kafka, config, toSend);
@@ -107,24 +107,26 @@ async function decide(
   latest: Map<string, DeadLetter>,
   maxAttempts: number,
   force: boolean,
-): Promise<ReplayDecision | { message: Message }> {
+): Promise<ReplayDecision | { message: Message; replayCount: number }> {
   if (d.source === undefined) return { deadLetter: d, outcome: 'no-source', why: 'no x-source-* headers' };
-  if (ledger.byDeadLetter.has(d.position)) return { deadLetter: d, outcome: 'already-replayed' };
-  if (ledger.roots.has(d.root) && !force) {
+  if (!force && (ledger.byDeadLetter.has(d.position) || ledger.roots.has(d.root))) {
     return {
       deadLetter: d,
       outcome: 'already-replayed',
-      why: `its lineage ${d.root} was replayed (use --force for another attempt)`,
+      why: `${ledger.byDeadLetter.has(d.position) ? 'it' : `its lineage ${d.root}`} was replayed (--force for another attempt)`,
     };
   }
   if (force && latest.get(d.root) !== d) {
     return { deadLetter: d, outcome: 'already-replayed', why: 'a later dead letter of its lineage exists' };
   }
-  if (d.deadLetterCount >= maxAttempts) {
+  // Attempts so far: the first one, plus one per replay (from the ledger, or from the dead
+  // letter's own count should the ledger be gone).
+  const replays = Math.max(ledger.roots.get(d.root) ?? 0, d.deadLetterCount - 1);
+  if (replays + 1 >= maxAttempts) {
     return {
       deadLetter: d,
       outcome: 'gave-up',
-      why: `dead-lettered ${d.deadLetterCount} times (--max-attempts ${maxAttempts})`,
+      why: `tried ${replays + 1} times (--max-attempts ${maxAttempts})`,
     };
   }
 
@@ -153,9 +155,10 @@ async function decide(
   const headers: Record<string, string> = {
     [REPLAY_OF]: d.position,
     [REPLAY_ROOT]: d.root,
-    [REPLAY_COUNT]: String(d.deadLetterCount),
+    [REPLAY_COUNT]: String(replays + 1),
   };
   return {
+    replayCount: replays + 1,
     message: { key: d.key, value, headers, partition: d.source.partition },
   };
 }
@@ -179,7 +182,7 @@ function stillPoison(config: Config, d: DeadLetter, value: Buffer | null): strin
 async function send(
   kafka: Kafka,
   config: Config,
-  items: { d: DeadLetter; message: Message; topic: string }[],
+  items: { d: DeadLetter; message: Message; topic: string; replayCount: number }[],
 ) {
   await ensureLedgerTopic(kafka, config.kafka.dlqTopic);
   const producer = kafka.producer({
@@ -203,7 +206,7 @@ async function send(
             root: it.d.root,
             cls: it.d.cls,
             to: `${it.topic}/${it.message.partition}`,
-            replayCount: it.d.deadLetterCount,
+            replayCount: it.replayCount,
             at,
           } satisfies LedgerEntry),
         }));
