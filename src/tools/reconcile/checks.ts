@@ -244,7 +244,8 @@ export class TriggersCheck {
   ahead = 0;
   notJudged = 0;
   uncheckable = 0;
-  private readonly counts = new Map<string, number>();
+  /** Found triggers nobody expected, and how often. The expected ones are counted in place. */
+  private readonly others = new Map<string, number>();
   readonly missing = new Examples<string>();
   readonly duplicate = new Examples<{ id: string; times: number }>();
   readonly unexpected = new Examples<{ id: string; why: string }>();
@@ -273,12 +274,22 @@ export class TriggersCheck {
       this.unexpected.add(() => ({ id: '(no id)', why: String(value).slice(0, 80) }));
       return;
     }
-    this.counts.set(id, (this.counts.get(id) ?? 0) + 1);
     if (this.exp.uncertainTriggers.has(id)) {
       this.uncheckable++;
       return;
     }
     const want = this.exp.triggers.get(id);
+    if (want !== undefined && want < 0) {
+      // Seen before: expected digests are ≥ 0, -n means "found n times".
+      this.exp.triggers.set(id, want - 1);
+      return;
+    }
+    if (want !== undefined) this.exp.triggers.set(id, -1);
+    else {
+      const times = (this.others.get(id) ?? 0) + 1;
+      this.others.set(id, times);
+      if (times > 1) return;
+    }
     if (want === undefined) {
       const source = own(v, 'sourceId');
       if (typeof source === 'string' && this.exp.pendingEvents.has(source)) this.ahead++;
@@ -295,11 +306,10 @@ export class TriggersCheck {
   }
 
   finish(): void {
-    for (const id of this.exp.triggers.keys()) {
+    for (const [id, v] of this.exp.triggers) {
       if (this.exp.uncertainTriggers.has(id)) continue;
-      const n = this.counts.get(id) ?? 0;
-      if (n === 0) this.missing.add(() => id);
-      else if (n > 1) this.duplicate.add(() => ({ id, times: n }));
+      if (v >= 0) this.missing.add(() => id);
+      else if (v < -1) this.duplicate.add(() => ({ id, times: -v }));
     }
   }
 }

@@ -69,6 +69,8 @@ export class Expectation {
     deletes: 0,
     pending: 0,
     skippedBeforeSince: 0,
+    /** Unique profile updates every field of which was already outranked when they came (offset order). */
+    stale: 0,
   };
   /** Dead letters expected, by class. */
   readonly deadLetters = new Map<DeadLetterClass, number>();
@@ -215,11 +217,18 @@ export class Expectation {
     this.counts.unique++;
     this.profileIds.set(m.id, body);
     c.updates++;
+    let changed = m.version > c.version;
     c.version = Math.max(c.version, m.version);
     const stamp = { version: m.version, id: m.id };
     for (const field of Object.keys(m.data)) {
-      if (beats(stamp, c.fields.get(field)?.stamp)) c.fields.set(field, { value: m.data[field], stamp });
+      if (beats(stamp, c.fields.get(field)?.stamp)) {
+        c.fields.set(field, { value: m.data[field], stamp });
+        changed = true;
+      }
     }
+    // As the worker counts it (a client's records in offset order); the worker's own count can
+    // be lower, since it applies a batch's updates of a client merged.
+    if (!changed) this.counts.stale++;
   }
 
   private addPending(r: FetchedRecord): void {
@@ -239,17 +248,6 @@ export class Expectation {
         Math.max(this.pendingMaxVersion.get(m.clientId) ?? -1, m.version),
       );
     }
-  }
-
-  /** Unique profile updates none of whose fields won (after the last delete of their client). */
-  stale(): number {
-    let stale = 0;
-    for (const c of this.clients.values()) {
-      const winners = new Set<string>();
-      for (const f of c.fields.values()) winners.add(f.stamp.id);
-      stale += c.updates - winners.size;
-    }
-    return stale;
   }
 }
 

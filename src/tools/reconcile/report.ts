@@ -149,7 +149,7 @@ export function buildReport(r: {
     messages: exp.counts.messages,
     unique: exp.counts.unique,
     duplicates: exp.counts.duplicates,
-    stale: exp.stale(),
+    stale: exp.counts.stale,
     poison: exp.counts.poison,
     tombstones: { ignored: exp.counts.tombstonesIgnored, deletes: exp.counts.deletes },
     beyondCommitted: { total: beyond, records: exp.counts.pending, byPartition },

@@ -146,7 +146,8 @@ describe('reconcile: profiles', () => {
   it('the per-field (version, id) merge; a rewound field is reported with expected and found value and version', () => {
     const { exp } = expectation(updates);
     expect(exp.counts.duplicates).toBe(1);
-    expect(exp.stale()).toBe(1); // u1 set no field that won
+    expect(exp.counts.stale).toBe(0); // u2 came late but its city won
+    expect(expectation([...updates, rec(0, 5, pr('u0', 1, { plan: 'x' }))]).exp.counts.stale).toBe(1);
     const ok = new ProfilesCheck(exp, false);
     ok.doc('c-1', good);
     ok.finish();
