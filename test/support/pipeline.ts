@@ -90,6 +90,7 @@ export async function runWorkerUntilCaughtUp(
 ) {
   const worker = spawnWorker(env, label);
   const kafka = kafkaClient(`${label}-probe`);
+  let failure: unknown;
   try {
     // Until its signal handlers are in place a SIGTERM would kill it: wait for it to start.
     await waitFor(
@@ -106,11 +107,13 @@ export async function runWorkerUntilCaughtUp(
         intervalMs: 500,
       },
     );
-  } finally {
-    worker.child.kill('SIGTERM');
-    const code = await worker.exited;
-    if (code !== 0) throw new Error(`worker ${label} exited with ${code}; see ${worker.logFile}`);
+  } catch (err) {
+    failure = err;
   }
+  worker.child.kill('SIGTERM');
+  const code = await worker.exited;
+  if (failure !== undefined) throw failure;
+  if (code !== 0) throw new Error(`worker ${label} exited with ${code}; see ${worker.logFile}`);
 }
 
 export interface CliResult {
