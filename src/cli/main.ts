@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 import { Command } from 'commander';
 import { demoCommand } from './demo-command.js';
+import { dlqCommand } from './dlq-command.js';
 import { produceCommand } from './produce-command.js';
+import { reconcileCommand } from './reconcile-command.js';
 import { shedCommand, unshedCommand } from './shed-command.js';
 import { workerCommand } from './worker-command.js';
 
@@ -14,6 +16,8 @@ const program = new Command('rxingest')
   .addCommand(produceCommand())
   .addCommand(demoCommand())
   .addCommand(shedCommand())
-  .addCommand(unshedCommand());
+  .addCommand(unshedCommand())
+  .addCommand(reconcileCommand())
+  .addCommand(dlqCommand());
 
 await program.parseAsync(process.argv);

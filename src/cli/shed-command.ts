@@ -1,6 +1,7 @@
 import { hostname, userInfo } from 'node:os';
 import { Command } from 'commander';
 import { Kafka, type KafkaConfig, logLevel } from 'kafkajs';
+import { kafkaClientConfig } from '../clients/kafka.js';
 import { type Config, ConfigError, loadConfig } from '../config/config.js';
 import {
   ensureControlTopic,
@@ -37,14 +38,14 @@ const defaultWho = () => {
   return `${user}@${hostname()}`;
 };
 
+/** The worker's connection (TLS, SASL: src/clients), giving up quickly as a command should. */
 function kafkaConfig(config: Config): KafkaConfig {
-  return {
+  return kafkaClientConfig(config.kafka, {
     clientId: `${config.kafka.clientId}-shed`,
-    brokers: config.kafka.brokers,
     logLevel: logLevel.NOTHING,
     connectionTimeout: 5_000,
     retry: { retries: 5, initialRetryTime: 200 },
-  };
+  });
 }
 
 const describe = (d: ShedDecision) =>

@@ -1,29 +1,48 @@
 /**
- * EVENTS_INDEX may hold one date pattern, e.g. `events-{yyyy.MM.dd}`: the index of an event
- * is chosen by its own `ts` in UTC, so a re-sent copy always lands in the same index and
- * `create` + 409 stays an exact dedup across days (contract, "Output: Elasticsearch").
+ * The events index of an event when EVENTS_INDEX holds a date pattern (contract, "Output:
+ * Elasticsearch"): `events-{yyyy.MM.dd}`, `events-{yyyy.MM}`, `events-{yyyy}`, `{yyyy-MM}`,
+ * `{yyyy-MM-dd}`, one pattern per name (src/config/config.ts checks the setting). The date
+ * is the event's own `ts` in UTC, so every copy of an event lands in the same index.
  */
-const PATTERN = /\{(yyyy(?:[.-]MM(?:[.-]dd)?)?)\}/;
 
-export function isDatePattern(eventsIndex: string): boolean {
-  return PATTERN.test(eventsIndex);
-}
+const PATTERN = /\{(yyyy|yyyy\.MM|yyyy\.MM\.dd|yyyy-MM|yyyy-MM-dd)\}/;
+/** A time with no zone designator: Elasticsearch reads it as UTC, Date.parse as local time. */
+const NO_ZONE = /T\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/;
 
-/** The index for an event with this `ts` (ISO 8601, already validated). */
-export function eventsIndexFor(eventsIndex: string, ts: string): string {
-  const m = PATTERN.exec(eventsIndex);
-  if (m === null) return eventsIndex;
-  const d = new Date(ts);
-  if (Number.isNaN(d.getTime()))
-    throw new RangeError(`eventsIndexFor: ts ${JSON.stringify(ts)} is not a date`);
-  const yyyy = String(d.getUTCFullYear()).padStart(4, '0');
-  const MM = String(d.getUTCMonth() + 1).padStart(2, '0');
-  const dd = String(d.getUTCDate()).padStart(2, '0');
+const pad = (n: number, width = 2) => String(n).padStart(width, '0');
+
+/** The index for an event created at `ts` (ISO 8601). Throws a RangeError for a ts that is not a date. */
+export function eventsIndexFor(pattern: string, ts: string): string {
+  const m = PATTERN.exec(pattern);
+  if (m === null) return pattern;
+  const ms = Date.parse(NO_ZONE.test(ts) ? `${ts}Z` : ts);
+  if (Number.isNaN(ms)) throw new RangeError(`ts ${JSON.stringify(ts)} is not an ISO 8601 date`);
+  const d = new Date(ms);
+  const yyyy = pad(d.getUTCFullYear(), 4);
+  const MM = pad(d.getUTCMonth() + 1);
+  const dd = pad(d.getUTCDate());
   const date = m[1]!.replace('yyyy', yyyy).replace('MM', MM).replace('dd', dd);
-  return eventsIndex.replace(m[0], date);
+  return pattern.slice(0, m.index) + date + pattern.slice(m.index + m[0].length);
 }
 
-/** The wildcard that covers every index of the pattern (index templates, searches). */
-export function eventsIndexWildcard(eventsIndex: string): string {
-  return eventsIndex.replace(PATTERN, '*');
+/** The wildcard that covers every index of the pattern (for an index template or a search). */
+export function eventsIndexWildcard(pattern: string): string {
+  return pattern.replace(PATTERN, '*');
+}
+
+/** True for the names the pattern produces (and only those, unlike the wildcard). */
+export function isEventsIndexOf(pattern: string, index: string): boolean {
+  const m = PATTERN.exec(pattern);
+  if (m === null) return index === pattern;
+  const literal = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const date = literal(m[1]!).replace('yyyy', '\\d{4}').replace('MM', '\\d{2}').replace('dd', '\\d{2}');
+  const re = new RegExp(
+    `^${literal(pattern.slice(0, m.index))}${date}${literal(pattern.slice(m.index + m[0].length))}$`,
+  );
+  return re.test(index);
+}
+
+/** Whether EVENTS_INDEX holds a date pattern (then every event's index comes from its `ts`). */
+export function isDatePattern(pattern: string): boolean {
+  return PATTERN.test(pattern);
 }

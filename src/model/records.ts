@@ -1,6 +1,7 @@
 import type { TriggerRule } from '../config/config.js';
 import type { ErrorClass, RawRecord, UserEvent } from './message.js';
 import type { OutRecord } from './out-record.js';
+import { deadLetterLineage } from './replay.js';
 
 /** The dead-letter record: the original key and value bytes, and why, in headers (contract). */
 export function deadLetterRecord(
@@ -20,6 +21,8 @@ export function deadLetterRecord(
       'x-source-topic': record.topic,
       'x-source-partition': String(record.partition),
       'x-source-offset': record.offset,
+      // A replayed record that is still bad: count the attempts, so nothing loops silently.
+      ...deadLetterLineage(record.headers),
     },
   };
 }

@@ -106,7 +106,7 @@ export async function readTopics(
     groupId,
     readUncommitted: false,
     maxBytesPerPartition,
-    maxBytes: 64 * 1024 * 1024,
+    maxBytes: 16 * 1024 * 1024,
     maxWaitTimeInMs: 200,
     allowAutoTopicCreation: false,
   });

@@ -164,7 +164,7 @@ export class PartitionRunner {
         offset: m.offset,
         key: m.key,
         value: m.value,
-        headers: m.headers,
+        headers: m.headers as RawRecord['headers'],
       });
     }
     this.gapTo(lastOffset);

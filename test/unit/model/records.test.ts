@@ -161,3 +161,47 @@ describe('matches', () => {
     expect(matches(inherited, event())).toBe(false);
   });
 });
+
+describe('deadLetterRecord of a replayed record', () => {
+  it('counts the attempt and keeps the replay lineage', () => {
+    const out = deadLetterRecord(
+      'ingest.dlq',
+      raw({
+        headers: {
+          'x-replay-of': 'ingest.dlq/1/40',
+          'x-replay-root': 'ingest.dlq/0/7',
+          'x-replay-count': Buffer.from('2'),
+          unrelated: 'x',
+        },
+      }),
+      'too-large',
+      'value is 2000 bytes, over MAX_MESSAGE_BYTES=1024',
+    );
+    expect(out.headers).toMatchObject({
+      'x-error-class': 'too-large',
+      'x-dead-letter-count': '3',
+      'x-replay-of': 'ingest.dlq/1/40',
+      'x-replay-root': 'ingest.dlq/0/7',
+      'x-replay-count': '2',
+    });
+    expect(out.headers).not.toHaveProperty('unrelated');
+  });
+
+  it('adds nothing for a record that was never replayed, or whose count is not a number', () => {
+    for (const headers of [
+      undefined,
+      {},
+      { 'x-replay-count': 'lots' },
+      { 'x-replay-count': ['1', '0'] } as never,
+    ]) {
+      const out = deadLetterRecord('ingest.dlq', raw({ headers }), 'schema', 'r');
+      expect(Object.keys(out.headers!)).toEqual([
+        'x-error-class',
+        'x-error-message',
+        'x-source-topic',
+        'x-source-partition',
+        'x-source-offset',
+      ]);
+    }
+  });
+});

@@ -1,0 +1,235 @@
+import { randomUUID } from 'node:crypto';
+import type { Client } from '@elastic/elasticsearch';
+import type { Admin, Kafka } from 'kafkajs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { esClient, kafkaClient, readCommitted } from '../support/stack.js';
+import { pipeline, runCli, runWorkerUntilCaughtUp } from '../support/tool-deployment.js';
+
+const SMALL_LIMIT = '100000';
+const LARGE_LIMIT = '1048576';
+
+/**
+ * `rxingest dlq` on the real stack: events dead-lettered because MAX_MESSAGE_BYTES was too
+ * small (some of them too large for the DLQ topic too, so the dead letter holds a truncated
+ * copy) are indexed, and trigger once, after the limit is raised and `dlq replay --class
+ * too-large` runs; a second replay changes no count in Elasticsearch or the triggers topic;
+ * records still poison are not put back, and a forced replay of one counts its attempts.
+ */
+describe('rxingest dlq on the real stack', () => {
+  let kafka: Kafka;
+  let admin: Admin;
+  let es: Client;
+  let setup: Awaited<ReturnType<typeof pipeline>>;
+  const large: string[] = [];
+  const small: string[] = [];
+
+  const counts = async () => {
+    await es.indices.refresh({ index: setup.names.events });
+    const events = (await es.count({ index: setup.names.events })).count;
+    const triggers = (await readCommitted(setup.names.triggers)).map(
+      (t) => JSON.parse(String(t.value)).id as string,
+    );
+    const dlq = await readCommitted(setup.names.dlq);
+    const ends = (await admin.fetchTopicOffsets(setup.names.topic)).map((o) => o.high).join(',');
+    return { events, triggers, dlq, ends };
+  };
+
+  beforeAll(async () => {
+    kafka = kafkaClient('dlq-test');
+    admin = kafka.admin();
+    await admin.connect();
+    es = esClient();
+    // The DLQ takes 200 kB: the 300 kB events come back truncated, with the original at x-source-offset.
+    setup = await pipeline('dlq', {
+      partitions: 2,
+      dlqMaxBytes: 200_000,
+      extraEnv: { MAX_MESSAGE_BYTES: SMALL_LIMIT },
+    });
+    const event = (id: string, clientId: string, pad: number) =>
+      JSON.stringify({
+        id,
+        clientId,
+        type: 'event',
+        name: 'signup',
+        ts: '2026-11-30T12:00:00.000Z',
+        data: { note: 'x'.repeat(pad) },
+      });
+    const send = async (messages: { key: string; value: string }[]) => {
+      const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+      await producer.connect();
+      for (const m of messages) await producer.send({ topic: setup.names.topic, messages: [m] });
+      await producer.disconnect();
+    };
+    const valid: { key: string; value: string }[] = [];
+    for (let i = 0; i < 20; i++) {
+      const id = randomUUID();
+      small.push(id);
+      valid.push({ key: `c-${i % 5}`, value: event(id, `c-${i % 5}`, 10) });
+    }
+    // The valid events are committed first, in their own transactions: a commit that also
+    // carries a dead letter too large for the DLQ topic loses its triggers in the current
+    // worker (see the report), which is not what this test is about.
+    await send(valid);
+    await runWorkerUntilCaughtUp(admin, setup.env, setup.names, `${setup.names.group}-valid`);
+    const poison: { key: string; value: string }[] = [];
+    for (const [i, pad] of [150_000, 150_000, 150_000, 300_000, 300_000].entries()) {
+      const id = randomUUID();
+      large.push(id);
+      poison.push({ key: `c-${i}`, value: event(id, `c-${i}`, pad) });
+    }
+    // Still poison whatever the limit: a schema error and invalid JSON.
+    poison.push({
+      key: 'c-1',
+      value: JSON.stringify({ id: randomUUID(), clientId: 'c-1', type: 'event', ts: 'soon' }),
+    });
+    poison.push({ key: 'c-2', value: '{"id": "not closed' });
+    await send(poison);
+    await runWorkerUntilCaughtUp(admin, setup.env, setup.names, `${setup.names.group}-small-limit`);
+  });
+
+  afterAll(async () => {
+    await admin?.disconnect();
+    await es?.close();
+  });
+
+  it('list: one line per dead letter and a count by class; --json; show: headers and pretty JSON', async () => {
+    const list = await runCli(['dlq', 'list', '--json'], setup.env);
+    expect(list.code, list.stderr).toBe(0);
+    const j = JSON.parse(list.stdout);
+    expect(j.byClass).toEqual({ 'too-large': 5, 'invalid-json': 1, schema: 1 });
+    const tooLarge = j.deadLetters.filter((d: { class: string }) => d.class === 'too-large');
+    // The 300 kB ones cannot go whole to a 200 kB DLQ (the worker may truncate the others too).
+    expect(tooLarge.filter((d: { truncated: boolean }) => d.truncated).length).toBeGreaterThanOrEqual(2);
+    for (const d of tooLarge) {
+      expect(d.source.topic).toBe(setup.names.topic);
+      expect(d.message).toMatch(/over MAX_MESSAGE_BYTES=100000/);
+      expect(d.size).toBeGreaterThan(150_000);
+    }
+
+    const text = await runCli(['dlq', 'list', '--class', 'too-large'], setup.env);
+    expect(text.code).toBe(0);
+    const lines = text.stdout.trim().split('\n');
+    expect(lines).toHaveLength(6);
+    expect(lines[0]).toMatch(
+      new RegExp(
+        `^\\d+:\\d+ +too-large +value is \\d+ bytes, over MAX_MESSAGE_BYTES=100000 +← ${setup.names.topic.replace(/\./g, '\\.')}/\\d+/\\d+ +\\d+\\.\\d KB`,
+      ),
+    );
+    expect(lines[5]).toBe(`5 dead letters in ${setup.names.dlq}: too-large 5`);
+
+    const truncated = tooLarge.find((d: { truncated: boolean }) => d.truncated);
+    const show = await runCli(['dlq', 'show', `${truncated.partition}:${truncated.offset}`], setup.env);
+    expect(show.code, show.stderr).toBe(0);
+    expect(show.stdout).toContain('x-error-class: too-large');
+    expect(show.stdout).toContain(`x-source-topic: ${setup.names.topic}`);
+    expect(show.stdout).toMatch(/x-value-truncated: \d+ bytes, first 65536 kept/);
+    expect(show.stdout).toContain('replayed: no');
+
+    const schema = j.deadLetters.find((d: { class: string }) => d.class === 'schema');
+    const pretty = await runCli(['dlq', 'show', `${schema.partition}:${schema.offset}`], setup.env);
+    expect(pretty.stdout).toContain('x-error-class: schema');
+    expect(pretty.stdout).toMatch(/value \(\d+ B, JSON\):\n\{\n {2}"id": /);
+    expect(pretty.stdout).toContain('  "ts": "soon"');
+
+    const invalid = j.deadLetters.find((d: { class: string }) => d.class === 'invalid-json');
+    const hex = await runCli(['dlq', 'show', `${invalid.partition}:${invalid.offset}`], setup.env);
+    expect(hex.stdout).toContain('value (18 B, not JSON: hex):');
+    expect(hex.stdout).toMatch(/00000000 {2}7b 22 69 64 22/);
+
+    const none = await runCli(['dlq', 'show', '0:999999'], setup.env);
+    expect(none.code).toBe(1);
+    expect(none.stderr).toMatch(/no dead letter at 0:999999: offset 999999 .* is past its end/);
+  });
+
+  it('replay --class too-large after raising the limit indexes them, each trigger once; a second replay changes no count', async () => {
+    const env = { ...setup.env, MAX_MESSAGE_BYTES: LARGE_LIMIT };
+    const before = await counts();
+    expect(before.events).toBe(small.length);
+
+    const dry = await runCli(['dlq', 'replay', '--class', 'too-large', '--dry-run'], env);
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stdout).toContain('would replay 5 dead letters');
+    expect((await counts()).ends).toBe(before.ends);
+
+    const replay = await runCli(['dlq', 'replay', '--class', 'too-large'], env);
+    expect(replay.code, replay.stderr).toBe(0);
+    expect(replay.stdout.split('\n')[0]).toBe(
+      `replayed 5 dead letters from ${setup.names.dlq} (too-large 5)`,
+    );
+    await runWorkerUntilCaughtUp(admin, env, setup.names, `${setup.names.group}-large-limit`);
+
+    const after = await counts();
+    expect(after.events).toBe(small.length + large.length);
+    for (const id of large) expect((await es.get({ index: setup.names.events, id })).found).toBe(true);
+    expect(after.triggers.sort()).toEqual([...small, ...large].map((id) => `${id}:welcome`).sort());
+    expect(after.dlq).toHaveLength(before.dlq.length);
+
+    // The same command again: nothing is written, nothing changes.
+    const again = await runCli(['dlq', 'replay', '--class', 'too-large'], env);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain(`replayed 0 dead letters from ${setup.names.dlq}`);
+    expect(again.stdout).toContain('already replayed (skipped): 5 (too-large 5)');
+    await runWorkerUntilCaughtUp(admin, env, setup.names, `${setup.names.group}-again`);
+    const final = await counts();
+    expect(final.ends).toBe(after.ends);
+    expect(final.events).toBe(after.events);
+    expect(final.triggers.sort()).toEqual(after.triggers.sort());
+    expect(final.dlq).toHaveLength(after.dlq.length);
+
+    // Even a forced replay (the records written again) changes nothing downstream: same ids.
+    const forced = await runCli(['dlq', 'replay', '--class', 'too-large', '--force'], env);
+    expect(forced.stdout.split('\n')[0]).toBe(
+      `replayed 5 dead letters from ${setup.names.dlq} (too-large 5)`,
+    );
+    await runWorkerUntilCaughtUp(admin, env, setup.names, `${setup.names.group}-forced`);
+    const forcedCounts = await counts();
+    expect(forcedCounts.ends).not.toBe(after.ends);
+    expect(forcedCounts.events).toBe(after.events);
+    expect(forcedCounts.triggers.sort()).toEqual(after.triggers.sort());
+    expect(forcedCounts.dlq).toHaveLength(after.dlq.length);
+  });
+
+  it('records still poison are not put back; a forced replay of one comes back counting the attempt', async () => {
+    const env = { ...setup.env, MAX_MESSAGE_BYTES: LARGE_LIMIT };
+    const before = await counts();
+    const replay = await runCli(['dlq', 'replay'], env);
+    expect(replay.code).toBe(0);
+    expect(replay.stdout).toContain('replayed 0 dead letters');
+    expect(replay.stdout).toContain(
+      'still poison with the current settings (skipped): 2 (invalid-json 1, schema 1)',
+    );
+    expect((await counts()).ends).toBe(before.ends);
+
+    const forced = await runCli(['dlq', 'replay', '--class', 'schema', '--force'], env);
+    expect(forced.stdout.split('\n')[0]).toBe(`replayed 1 dead letter from ${setup.names.dlq} (schema 1)`);
+    await runWorkerUntilCaughtUp(admin, env, setup.names, `${setup.names.group}-schema`);
+    const dlq = await readCommitted(setup.names.dlq);
+    expect(dlq).toHaveLength(before.dlq.length + 1);
+    const again = dlq.find((d) => d.headers['x-dead-letter-count'] === '2')!;
+    expect(again.headers['x-error-class']).toBe('schema');
+    expect(again.headers['x-replay-count']).toBe('1');
+    expect(again.headers['x-replay-of']).toMatch(
+      new RegExp(`^${setup.names.dlq.replace(/\./g, '\\.')}/\\d+/\\d+$`),
+    );
+
+    // Not again without --force; and --max-attempts stops a lineage for good.
+    const plain = await runCli(['dlq', 'replay', '--class', 'schema'], env);
+    expect(plain.stdout).toContain('replayed 0 dead letters');
+    const capped = await runCli(
+      ['dlq', 'replay', '--class', 'schema', '--force', '--max-attempts', '2'],
+      env,
+    );
+    expect(capped.stdout).toContain('replayed 0 dead letters');
+    expect(capped.stdout).toContain('tried too often (skipped, see --max-attempts): 1 (schema 1)');
+  });
+
+  it('reconcile after the replays: nothing missing or different, the replayed dead letters counted as replayed', async () => {
+    const res = await runCli(['reconcile', '--json'], { ...setup.env, MAX_MESSAGE_BYTES: LARGE_LIMIT });
+    const r = JSON.parse(res.stdout);
+    expect(r.examples, res.stdout.slice(0, 2000)).toEqual({});
+    expect(res.code).toBe(0);
+    expect(r.dlq.replayed).toBe(5);
+    expect(r.events.expected).toBe(small.length + large.length);
+    expect(r.triggers.found).toBe(small.length + large.length);
+  });
+});
