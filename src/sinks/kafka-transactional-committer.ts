@@ -57,7 +57,9 @@ const METADATA_TAG = 'rxingest:highest=';
  */
 export class TransactionalCommitter implements CommitSink {
   private constructor(
-    private readonly producer: Producer,
+    private producer: Producer,
+    /** Makes a producer with this partition's transactional id (a new epoch when it begins). */
+    private readonly newProducer: () => Producer,
     private readonly admin: Admin,
     private readonly options: TransactionalCommitterOptions,
     private readonly log: Logger,
@@ -81,15 +83,17 @@ export class TransactionalCommitter implements CommitSink {
     log: Logger,
   ): Promise<OpenedPartition> {
     const { groupId, topic, partition } = options;
-    const producer = kafka.producer({
-      transactionalId: TransactionalCommitter.transactionalId(groupId, topic, partition),
-      idempotent: true,
-      maxInFlightRequests: 1,
-      transactionTimeout: 60_000,
-      // kafkajs's idempotence wants unbounded retries; the runner's drain timeout and the
-      // restart of a partition whose commit failed bound how long a commit may take.
-      retry: { retries: Number.MAX_SAFE_INTEGER, maxRetryTime: 5_000 },
-    });
+    const newProducer = () =>
+      kafka.producer({
+        transactionalId: TransactionalCommitter.transactionalId(groupId, topic, partition),
+        idempotent: true,
+        maxInFlightRequests: 1,
+        transactionTimeout: 60_000,
+        // kafkajs's idempotence wants unbounded retries; the runner's drain timeout and the
+        // restart of a partition whose commit failed bound how long a commit may take.
+        retry: { retries: Number.MAX_SAFE_INTEGER, maxRetryTime: 5_000 },
+      });
+    const producer = newProducer();
     try {
       await producer.connect();
       await (await producer.transaction()).abort();
@@ -107,7 +111,7 @@ export class TransactionalCommitter implements CommitSink {
           ? highest
           : undefined;
       return {
-        committer: new TransactionalCommitter(producer, admin, options, log, highest),
+        committer: new TransactionalCommitter(producer, newProducer, admin, options, log, highest),
         committed,
         replayedBelow,
       };
@@ -138,6 +142,10 @@ export class TransactionalCommitter implements CommitSink {
             'a record was too large for its topic; truncating',
           );
           toSend = records.map((r) => truncateLarge(r, truncateAbove));
+          // A new epoch before the retry: kafkajs keeps the sequence numbers of the other
+          // partitions of the failed request, and the broker would take their re-sent
+          // records (triggers) for duplicates of the aborted ones and drop them.
+          await this.renewProducer();
           continue;
         }
         if (isFenced(err)) {
@@ -174,6 +182,14 @@ export class TransactionalCommitter implements CommitSink {
 
   async close(): Promise<void> {
     await this.producer.disconnect();
+  }
+
+  /** Replaces the producer by one with a new epoch (it fences nobody but this partition's own past). */
+  private async renewProducer(): Promise<void> {
+    await this.producer.disconnect().catch(() => undefined);
+    this.producer = this.newProducer();
+    await this.producer.connect();
+    await (await this.producer.transaction()).abort();
   }
 
   private async commitOnce(offset: string, highest: string, records: readonly OutRecord[]): Promise<void> {

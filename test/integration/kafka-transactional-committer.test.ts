@@ -27,7 +27,7 @@ describe('TransactionalCommitter against the real broker', () => {
   const input = `${prefix}.in`;
   const progress = `${prefix}.progress`;
   const out = (name: string) => `${prefix}.out-${name}`;
-  const outTopics = ['atomic', 'fence', 'midway', 'abort', 'large', 'reset'].map(out);
+  const outTopics = ['atomic', 'fence', 'midway', 'abort', 'large', 'large-triggers', 'reset'].map(out);
   const groups: string[] = [];
   const opened: TransactionalCommitter[] = [];
   let admin: Admin;
@@ -230,6 +230,34 @@ describe('TransactionalCommitter against the real broker', () => {
     expect(seen.slice(0, 3).every((r) => r.value?.length === 300 * 1024)).toBe(true);
     expect(seen[3]!.value!.length).toBe(64 * 1024);
     expect(seen[3]!.headers['x-value-truncated']).toBe(`${900 * 1024} bytes, first ${64 * 1024} kept`);
+  });
+
+  it('triggers sent in one request with a dead letter too large for its topic are published once it is truncated', async () => {
+    const groupId = group('large-triggers');
+    await admin.alterConfigs({
+      validateOnly: false,
+      resources: [
+        { type: 2, name: out('large'), configEntries: [{ name: 'max.message.bytes', value: '200000' }] },
+      ],
+    });
+    const { committer } = await open(groupId, 1);
+    const trigger = (i: number): OutRecord => ({
+      topic: out('large-triggers'),
+      key: `c-${i}`,
+      value: `trigger-${i}`,
+    });
+    const deadLetter: OutRecord = {
+      topic: out('large'),
+      key: 'k-big',
+      value: Buffer.alloc(250 * 1024, 0x7a),
+    };
+    // One chunk (under 512 KiB): the triggers' partition and the refused record share a produce request.
+    await committer.commit('9', [trigger(0), trigger(1), trigger(2), deadLetter, trigger(3), trigger(4)]);
+    expect((await readCommitted(out('large-triggers'))).map(textOf)).toEqual(
+      [0, 1, 2, 3, 4].map((i) => `trigger-${i}`),
+    );
+    const dead = (await readCommitted(out('large'))).find((r) => r.key === 'k-big');
+    expect(dead?.headers['x-value-truncated']).toBe(`${250 * 1024} bytes, first ${64 * 1024} kept`);
   });
 
   it('after the group offsets are reset, reopening says how far work was committed before (offset metadata lost, ledger kept)', async () => {

@@ -190,7 +190,7 @@ describe('rxingest reconcile on the real worker output', () => {
     expect(esDown.code).toBe(2);
     expect(esDown.stderr.trim().split('\n')).toHaveLength(1);
     expect(esDown.stderr).toMatch(
-      /^rxingest reconcile: cannot run: cannot reach Elasticsearch at http:\/\/127\.0\.0\.1:1/,
+      /^rxingest reconcile: cannot run: cannot reach Elasticsearch at http:\/\/(\*\*\*:\*\*\*@)?127\.0\.0\.1:1/,
     );
     expect(esDown.stderr).not.toContain('s3cret-pw');
   });

@@ -225,3 +225,46 @@ export function runCli(args: string[], env: Record<string, string>, timeoutMs = 
     });
   });
 }
+
+/**
+ * Runs `rxingest <args>` until its output shows `until`, then sends SIGTERM and waits for
+ * its end: for a worker that starts (and goes on) rather than stops.
+ */
+export function runCliUntil(
+  args: string[],
+  env: Record<string, string>,
+  until: RegExp,
+  timeoutMs = 120_000,
+): Promise<Finished> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+      env: { ...process.env, LOG_LEVEL: 'info', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    let signalled = false;
+    const seen = () => {
+      if (!signalled && until.test(stdout + stderr)) {
+        signalled = true;
+        child.kill('SIGTERM');
+      }
+    };
+    child.stdout.on('data', (d) => {
+      stdout += d;
+      seen();
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+      seen();
+    });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`rxingest ${args.join(' ')} never showed ${until}; stderr: ${stderr}`));
+    }, timeoutMs);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? signal ?? 'unknown', stdout, stderr });
+    });
+  });
+}
