@@ -197,7 +197,7 @@ const schema = {
   EVENTS_INDEX: [eventsIndexName, 'events'],
   REDIS_URL: [url(['redis:', 'rediss:']), 'redis://localhost:6379'],
   REDIS_KEY_PREFIX: [z.string(), 'rxingest:processed:'],
-  PROCESSED_TTL_MS: [int(1_000, 365 * 24 * 3_600_000), String(24 * 3_600_000)],
+  PROCESSED_TTL_MS: [int(1_000, 365 * 24 * 3_600_000), String(3_600_000)],
   MAX_MESSAGE_BYTES: [int(64, 100 * 1024 * 1024), String(1024 * 1024)],
   DEDUP_WINDOW_MS: [int(1, 24 * 3_600_000), '10000'],
   CLIENT_IDLE_MS: [int(1, 24 * 3_600_000), '30000'],

@@ -1,6 +1,6 @@
 import type { Client } from '@elastic/elasticsearch';
 import type { Logger } from 'pino';
-import { RepeatedFailureLog } from '../logging/repeated-failure-log.js';
+import { RepeatedFailureLog } from '../log/repeated-failure-log.js';
 import { eventsIndexFor, isDatePattern } from '../model/event-index.js';
 import {
   classifyError,

@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@elastic/elasticsearch';
+import { Redis } from 'ioredis';
 import { type Admin, type Kafka, Kafka as KafkaClient, logLevel } from 'kafkajs';
 import { expect } from 'vitest';
 import { runProducer } from '../../src/generator/produce.js';
@@ -326,6 +327,23 @@ export class Pipeline {
     await this.admin.deleteGroups([names.group]).catch(() => undefined);
     await this.admin.disconnect();
     await this.es.close();
+    await deleteRedisKeys(this.servers.redisUrl, this.env.REDIS_KEY_PREFIX!).catch(() => undefined);
+  }
+}
+
+/** Removes a deployment's owner marks (SCAN, so the shared Redis is never blocked). */
+async function deleteRedisKeys(url: string, prefix: string): Promise<void> {
+  const redis = new Redis(url, { maxRetriesPerRequest: 0, lazyConnect: true });
+  try {
+    await redis.connect();
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      if (keys.length > 0) await redis.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
   }
 }
 

@@ -38,7 +38,7 @@ describe('loadConfig: defaults', () => {
     expect(c.graph.dedupWindowMs).toBe(10_000);
     expect(c.kafka.progressTopic).toBe('ingest.progress');
     // Sized to redelivery, not to history: Elasticsearch's origin decides ownership.
-    expect(c.redis.processedTtlMs).toBe(24 * 60 * 60 * 1000);
+    expect(c.redis.processedTtlMs).toBe(60 * 60 * 1000);
     expect(c.stallTimeoutMs).toBe(120_000);
     expect(c.triggerRules).toEqual([]);
   });

@@ -1,6 +1,6 @@
 import { errors } from '@elastic/elasticsearch';
 import { describe, expect, it } from 'vitest';
-import { failureReason, RepeatedFailureLog } from '../../../src/logging/repeated-failure-log.js';
+import { failureReason, RepeatedFailureLog } from '../../../src/log/repeated-failure-log.js';
 import { capturedLog, fakeClock } from '../../support/captured-log.js';
 
 const refused = () =>
