@@ -14,6 +14,7 @@ import type { RetryPolicy } from '../retry/retry-policy.js';
 import type { ProgressLedger } from '../sinks/kafka-progress-ledger.js';
 import { TransactionalCommitter } from '../sinks/kafka-transactional-committer.js';
 import type { PartitionPauses } from './partition-pauses.js';
+import { StallWatch } from './stall-watch.js';
 
 export interface PartitionRunnerDeps {
   readonly config: Config;
@@ -71,8 +72,7 @@ export class PartitionRunner {
   private readonly latenciesMs: number[] = [];
   private highWatermark: string | undefined;
   private committed: string | undefined;
-  private lastProgress = Date.now();
-  private stalled = false;
+  private readonly stall: StallWatch;
   private watch: NodeJS.Timeout | undefined;
 
   constructor(
@@ -81,6 +81,7 @@ export class PartitionRunner {
     private readonly deps: PartitionRunnerDeps,
   ) {
     this.log = deps.log.child({ topic, partition });
+    this.stall = new StallWatch(deps.config.stallTimeoutMs);
     this.labels = { topic, partition: String(partition) };
     this.ended = new Promise((resolve) => {
       this.endOnce = (end) => {
@@ -259,7 +260,7 @@ export class PartitionRunner {
 
   private onCommit(commit: Commit): void {
     this.committed = commit.offset;
-    this.lastProgress = Date.now();
+    this.stall.progressed();
     this.flushMetrics();
     this.deps.metrics.countCommit(commit.records, this.deps.config.kafka);
     this.updateBackpressure();
@@ -310,17 +311,13 @@ export class PartitionRunner {
 
   /** A partition with lag or unfinished work and no commit for STALL_TIMEOUT_MS is said so, once. */
   private checkStall(): void {
-    const waiting = this.tracker.unfinished > 0 || (this.lag() ?? 0) > 0;
-    const idleFor = Date.now() - this.lastProgress;
-    const stalled = waiting && idleFor >= this.deps.config.stallTimeoutMs;
-    if (!waiting) this.lastProgress = Date.now();
-    if (stalled === this.stalled) return;
-    this.stalled = stalled;
-    this.deps.metrics.stalled.set(this.labels, stalled ? 1 : 0);
-    if (stalled) {
+    const change = this.stall.check(this.tracker.unfinished > 0 || (this.lag() ?? 0) > 0);
+    if (change === undefined) return;
+    this.deps.metrics.stalled.set(this.labels, change.stalled ? 1 : 0);
+    if (change.stalled) {
       this.log.warn(
         {
-          idleForMs: idleFor,
+          idleForMs: change.idleForMs,
           lag: this.lag(),
           unfinished: this.tracker.unfinished,
           committed: this.committed,

@@ -53,7 +53,7 @@ export async function rebuildByOffsetReset(size: Size, seed = 77): Promise<Scena
  * (Documents of the deleted index are the operator's loss; a rebuild brings them back.)
  */
 export async function eventsIndexDeleted(size: Size, seed = 78): Promise<ScenarioReport> {
-  const p = await Pipeline.create('faults-noauto', { noAutoCreate: true });
+  const p = await Pipeline.create('faults-noauto', { noAutoCreate: true, env: { STALL_TIMEOUT_MS: '2000' } });
   await p.es.cluster.putSettings({ persistent: { 'action.auto_create_index': '-*-noauto-*,+*' } });
   try {
     const w = p.spawn('w');
@@ -81,11 +81,26 @@ export async function eventsIndexDeleted(size: Size, seed = 78): Promise<Scenari
     expect(deadNow.every((d) => d.headers['x-error-class'] !== 'rejected')).toBe(true);
     expect(await p.committedTotal()).toBeLessThan(committedBefore + (size.messages - half));
 
+    // Stuck with lag and no commit: said once per partition, and shown in the metric.
+    await waitFor(
+      'a stalled partition reported',
+      () => /partition stalled/.test(readFileSync(w.logFile, 'utf8')),
+      {
+        timeoutMs: 30_000,
+      },
+    );
     await p.es.indices.create({ index: p.names.events, mappings: structuredClone(eventsMapping) as never });
     const report = await finish(p, 'events index deleted with auto-create off', [w], size, {
       events: eventsAfter,
       outages: 'events index deleted, created again',
     });
+    await waitFor(
+      'the stall over',
+      () => /partition makes progress again/.test(readFileSync(w.logFile, 'utf8')),
+      {
+        timeoutMs: 30_000,
+      },
+    );
     await stopGracefully(w);
     return report;
   } finally {
