@@ -1,5 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import type { TombstonePolicy } from '../model/message.js';
+import type { TriggerRule } from '../model/trigger-rule.js';
+import { ConfigError } from './config-error.js';
+
+export type { TombstonePolicy, TriggerRule };
+export { ConfigError };
+
 import {
   type ControlSettings,
   controlSchema,
@@ -79,31 +86,6 @@ export interface GraphSettings {
   readonly retryMaxMs: number;
   /** What a record with a null value (a tombstone) does (contract, "Input"). */
   readonly tombstones: TombstonePolicy;
-}
-
-export type TombstonePolicy = 'dead-letter' | 'ignore' | 'delete';
-
-export interface TriggerRule {
-  readonly id: string;
-  readonly when: Readonly<Partial<Record<'type' | 'name' | 'clientId' | 'id', string>>>;
-  readonly emit: string;
-}
-
-const LINE_BREAK_ESCAPES: Record<string, string> = {
-  '\r': '\\r',
-  '\n': '\\n',
-  '\u2028': '\\u2028',
-  '\u2029': '\\u2029',
-};
-
-/** Thrown for a bad setting; its message is the one line a user sees. */
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-  constructor(message: string) {
-    // Parts of the message come from outside (JSON.parse quotes the rules file, zod
-    // paths hold its keys) and may break the line: escape line terminators.
-    super(message.replace(/[\r\n\u2028\u2029]/g, (c) => LINE_BREAK_ESCAPES[c] ?? ' '));
-  }
 }
 
 const int = (min: number, max: number) =>

@@ -1,7 +1,7 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { ConfigError } from './config.js';
+import { ConfigError } from './config-error.js';
 import { redactUrl } from './redact-url.js';
 
 /**

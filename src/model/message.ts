@@ -52,6 +52,9 @@ export interface Envelope<M extends IngestMessage = IngestMessage> {
   readonly record: RawRecord;
 }
 
+/** What a record with a null value (a tombstone) does: the TOMBSTONES setting (contract, "Input"). */
+export type TombstonePolicy = 'dead-letter' | 'ignore' | 'delete';
+
 /** Error classes written to the dead-letter topic's `x-error-class` header. */
 export type ErrorClass = 'invalid-json' | 'schema' | 'too-large' | 'rejected' | 'tombstone';
 

@@ -1,7 +1,7 @@
-import type { TriggerRule } from '../config/config.js';
 import type { ErrorClass, RawRecord, UserEvent } from './message.js';
 import type { OutRecord } from './out-record.js';
 import { deadLetterLineage } from './replay.js';
+import type { TriggerRule } from './trigger-rule.js';
 
 /** The dead-letter record: the original key and value bytes, and why, in headers (contract). */
 export function deadLetterRecord(

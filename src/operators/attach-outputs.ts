@@ -1,9 +1,9 @@
 import { map, type OperatorFunction } from 'rxjs';
-import type { TriggerRule } from '../config/config.js';
 import { greater } from '../model/offset-tracker.js';
 import type { OutRecord } from '../model/out-record.js';
 import type { Done, Entry, Outcome } from '../model/outcome.js';
 import { compileTriggers, deadLetterRecord } from '../model/records.js';
+import type { TriggerRule } from '../model/trigger-rule.js';
 
 export interface AttachOutputsOptions {
   readonly rules: readonly TriggerRule[];

@@ -1,5 +1,5 @@
 import { type MonoTypeOperatorFunction, map } from 'rxjs';
-import type { TombstonePolicy } from '../config/config.js';
+import type { TombstonePolicy } from '../model/message.js';
 import { decide, type Entry } from '../model/outcome.js';
 import { parseRecord } from '../model/parse.js';
 

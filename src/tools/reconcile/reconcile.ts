@@ -8,6 +8,7 @@ import { type ReadProgress, readTopics, type TopicRanges, topicOffsets } from '.
 import { DeadLettersCheck, EventsCheck, ProfilesCheck, type ReadBounds, TriggersCheck } from './checks.js';
 import { Expectation } from './expectation.js';
 import { buildReport, type ReconcileReport } from './report.js';
+import type { Snapshot } from './snapshot.js';
 
 export interface ReconcileOptions {
   /** `--since`: only input records whose Kafka timestamp is at or after this. */
@@ -132,21 +133,6 @@ export async function reconcile(
     await admin.disconnect().catch(() => undefined);
     await es.close().catch(() => undefined);
   }
-}
-
-export interface Snapshot {
-  readonly inputs: TopicRanges[];
-  readonly dlq: TopicRanges[];
-  readonly triggers: TopicRanges[];
-  /** Per input "topic/partition": the committed offset (the log start when the group has none). */
-  readonly committed: Map<string, bigint>;
-  /** Per input "topic/partition": the first offset read. */
-  readonly readFrom: Map<string, bigint>;
-  /** Records past the committed offsets, per "topic/partition". */
-  readonly beyond: Map<string, bigint>;
-  /** The read does not start at the beginning of the topics (`--since`, or retention removed records). */
-  readonly partial: boolean;
-  readonly missingOutputTopics: string[];
 }
 
 async function takeSnapshot(
