@@ -134,22 +134,7 @@ export function distinctWithin<T, K>(
 
   return (source) =>
     new Observable<T>((subscriber) => {
-      const seen = createWindowedSeenSet<K>(windowMs, () => scheduler.now());
-      let sweep: Subscription | undefined;
-
-      // One timer at most: while values flow, admit() evicts; the timer only matters in silence.
-      const scheduleSweep = (): void => {
-        const at = seen.emptyAt;
-        if (sweep !== undefined || at === undefined) return;
-        sweep = scheduler.schedule(
-          () => {
-            sweep = undefined;
-            seen.evictExpired();
-            scheduleSweep();
-          },
-          Math.max(0, at - scheduler.now()),
-        );
-      };
+      const seen = createSweptSeenSet<K>(windowMs, scheduler);
 
       const sub = source.subscribe({
         next: (value) => {
@@ -161,10 +146,7 @@ export function distinctWithin<T, K>(
             subscriber.error(err);
             return;
           }
-          if (admitted) {
-            scheduleSweep();
-            subscriber.next(value);
-          }
+          if (admitted) subscriber.next(value);
         },
         error: (err) => subscriber.error(err),
         complete: () => subscriber.complete(),
@@ -172,14 +154,49 @@ export function distinctWithin<T, K>(
 
       return () => {
         sub.unsubscribe();
-        sweep?.unsubscribe();
-        sweep = undefined;
-        seen.clear();
+        seen.dispose();
       };
     });
 }
 
-function assertWindow(windowMs: number): void {
+/**
+ * A windowed seen set that also forgets in silence: one timer at most, set for when the
+ * newest key expires (while values flow, `admit` evicts; the timer only matters when the
+ * source falls silent, so an idle partition does not hold a burst's keys).
+ */
+export function createSweptSeenSet<K>(
+  windowMs: number,
+  scheduler: SchedulerLike,
+): { admit(key: K): boolean; dispose(): void } {
+  const seen = createWindowedSeenSet<K>(windowMs, () => scheduler.now());
+  let sweep: Subscription | undefined;
+  const scheduleSweep = (): void => {
+    const at = seen.emptyAt;
+    if (sweep !== undefined || at === undefined) return;
+    sweep = scheduler.schedule(
+      () => {
+        sweep = undefined;
+        seen.evictExpired();
+        scheduleSweep();
+      },
+      Math.max(0, at - scheduler.now()),
+    );
+  };
+  return {
+    admit(key) {
+      const admitted = seen.admit(key);
+      if (admitted) scheduleSweep();
+      return admitted;
+    },
+    dispose() {
+      sweep?.unsubscribe();
+      sweep = undefined;
+      seen.clear();
+    },
+  };
+}
+
+export function assertWindow(windowMs: number): void {
   if (!Number.isFinite(windowMs) || windowMs <= 0) {
     throw new RangeError(`windowMs must be a finite number > 0, got ${windowMs}`);
   }
