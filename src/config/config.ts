@@ -49,6 +49,8 @@ export interface Config {
     readonly node: string;
     readonly profilesIndex: string;
     readonly eventsIndex: string;
+    /** An ILM policy for the indices of a date-pattern EVENTS_INDEX (attached through the template). */
+    readonly eventsIlmPolicy: string | undefined;
     readonly requestTimeoutMs: number;
     /** Connections the client's pool may open per node (undici `connections`). */
     readonly maxConnections: number;
@@ -177,6 +179,13 @@ const schema = {
   ES_MAX_CONNECTIONS: [int(1, 10_000), '256'],
   PROFILES_INDEX: [indexName, 'profiles'],
   EVENTS_INDEX: [eventsIndexName, 'events'],
+  EVENTS_ILM_POLICY: [
+    z
+      .string()
+      .trim()
+      .regex(/^[^\s,*"\\<>|?/]{0,255}$/, 'an ILM policy name (or nothing)'),
+    '',
+  ],
   REDIS_URL: [url(['redis:', 'rediss:']), 'redis://localhost:6379'],
   REDIS_KEY_PREFIX: [z.string(), 'rxingest:processed:'],
   PROCESSED_TTL_MS: [int(1_000, 365 * 24 * 3_600_000), String(3_600_000)],
@@ -347,6 +356,7 @@ export function loadConfig(
       node: r.ES_NODE,
       profilesIndex: r.PROFILES_INDEX,
       eventsIndex: r.EVENTS_INDEX,
+      eventsIlmPolicy: r.EVENTS_ILM_POLICY === '' ? undefined : r.EVENTS_ILM_POLICY,
       requestTimeoutMs: r.ES_REQUEST_TIMEOUT_MS,
       maxConnections: r.ES_MAX_CONNECTIONS,
     },

@@ -48,8 +48,13 @@ export async function ensureIndices(es: Client, cfg: Config['elasticsearch'], lo
   try {
     await ensureIndex(es, cfg.profilesIndex, profilesMapping, log);
     await checkProfilesMapping(es, cfg.profilesIndex);
-    if (isDatePattern(cfg.eventsIndex)) await ensureTemplate(es, cfg.eventsIndex, log);
-    else await ensureIndex(es, cfg.eventsIndex, eventsMapping, log);
+    if (isDatePattern(cfg.eventsIndex)) await ensureTemplate(es, cfg.eventsIndex, log, cfg.eventsIlmPolicy);
+    else if (cfg.eventsIlmPolicy !== undefined) {
+      log.warn(
+        { policy: cfg.eventsIlmPolicy },
+        'EVENTS_ILM_POLICY applies to a date-pattern EVENTS_INDEX only; ignored',
+      );
+    } else await ensureIndex(es, cfg.eventsIndex, eventsMapping, log);
   } catch (err) {
     if (err instanceof SetupError) throw err;
     if (err instanceof errors.ConnectionError || err instanceof errors.TimeoutError) {
@@ -72,21 +77,64 @@ async function ensureIndex(es: Client, index: string, mappings: object, log: Log
 }
 
 /** The events template: every index of the date pattern gets the events mapping. */
-export async function ensureTemplate(es: Client, pattern: string, log: Logger): Promise<void> {
+export async function ensureTemplate(
+  es: Client,
+  pattern: string,
+  log: Logger,
+  ilmPolicy?: string,
+): Promise<void> {
   const name = `rxingest-${eventsIndexWildcard(pattern).replace(/\*/g, 'x')}`;
+  const lifecycle = ilmPolicy !== undefined && (await hasIlm(es, log)) ? ilmPolicy : undefined;
   const body = {
     index_patterns: [eventsIndexWildcard(pattern)],
-    template: { settings, mappings: structuredClone(eventsMapping) as never },
+    template: {
+      settings: lifecycle === undefined ? settings : { ...settings, 'index.lifecycle.name': lifecycle },
+      mappings: structuredClone(eventsMapping) as never,
+    },
     _meta: { managed_by: 'rxingest' },
   };
   const existing = await es.indices.getIndexTemplate({ name }).catch(() => undefined);
   const current = existing?.index_templates?.[0]?.index_template;
-  if (current && JSON.stringify(current.template?.mappings) === JSON.stringify(eventsMapping)) return;
+  const currentPolicy = (
+    current?.template?.settings as { index?: { lifecycle?: { name?: string } } } | undefined
+  )?.index?.lifecycle?.name;
+  if (current && sameJson(current.template?.mappings, eventsMapping) && currentPolicy === lifecycle) {
+    return;
+  }
   await es.indices.putIndexTemplate({ name, ...body } as never);
   log.info(
     { template: name, pattern: body.index_patterns[0] },
     current ? 'updated index template' : 'installed index template',
   );
+}
+
+/** Equal as JSON values, whatever the order of object keys (Elasticsearch answers them sorted its own way). */
+function sameJson(a: unknown, b: unknown): boolean {
+  const canonical = (v: unknown): unknown =>
+    Array.isArray(v)
+      ? v.map(canonical)
+      : v !== null && typeof v === 'object'
+        ? Object.fromEntries(
+            Object.keys(v)
+              .sort()
+              .map((k) => [k, canonical((v as Record<string, unknown>)[k])]),
+          )
+        : v;
+  return JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
+}
+
+/** Whether the cluster has index lifecycle management (the integ-test distribution has not). */
+async function hasIlm(es: Client, log: Logger): Promise<boolean> {
+  try {
+    await es.ilm.getStatus();
+    return true;
+  } catch (err) {
+    log.warn(
+      { err: String(err) },
+      'EVENTS_ILM_POLICY is set but this cluster has no index lifecycle management: the template goes without it',
+    );
+    return false;
+  }
 }
 
 /** A profiles index made by someone else must not make the merge fail or corrupt documents. */

@@ -104,6 +104,7 @@ describe('loadConfig: a bad value is one line naming the variable, the value and
     ['EVENTS_INDEX', '_events', 'an Elasticsearch index name'],
     ['EVENTS_INDEX', 'events-{dd.MM.yyyy}', 'optionally with one date pattern such as {yyyy.MM.dd}'],
     ['TOMBSTONES', 'drop', 'one of dead-letter, ignore, delete'],
+    ['EVENTS_ILM_POLICY', 'two words', 'an ILM policy name (or nothing)'],
     ['REDIS_URL', 'http://localhost:6379', 'a URL starting with redis:// or rediss://'],
     ['PROCESSED_TTL_MS', '7d', 'a whole number from 1000 to 31536000000'],
     ['MAX_MESSAGE_BYTES', '1MiB', 'a whole number from 64 to 104857600'],
