@@ -4,7 +4,12 @@ import { StallWatch } from '../../../src/worker/stall-watch.js';
 describe('StallWatch', () => {
   const clock = () => {
     let t = 0;
-    return { now: () => t, advance: (ms: number) => void (t += ms) };
+    return {
+      now: () => t,
+      advance: (ms: number) => {
+        t += ms;
+      },
+    };
   };
 
   it('says "stalled" once work has waited timeoutMs without progress, and "moving" once it progresses', () => {
