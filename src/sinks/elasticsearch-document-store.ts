@@ -224,6 +224,7 @@ export class ElasticsearchDocumentStore implements DocumentStore {
   ): Promise<void> {
     let pending = Array.from({ length: count }, (_, i) => i);
     const failures = this.failureLog(what);
+    let retried = false;
     for (let attempt = 0; pending.length > 0; ) {
       const { retry, why, reason, immediate } = await round(pending);
       pending = retry;
@@ -233,10 +234,13 @@ export class ElasticsearchDocumentStore implements DocumentStore {
         continue;
       }
       this.observer.retries(reason, pending.length);
+      retried = true;
       failures.failure(new Error(why), { items: pending.length }, reason);
       await this.options.retry.wait(attempt++, signal);
     }
-    failures.success();
+    // Recovered only when a batch goes through without a retry: under a lasting storm every
+    // batch needs some, and the state stays "failing" (summarised), not a line per batch.
+    if (!retried) failures.success();
   }
 
   private failureLog(what: string): RepeatedFailureLog {

@@ -112,7 +112,17 @@ export class PartitionRunner {
     this.committer = opened.committer;
     this.committed = opened.committed;
     if (opened.committed !== undefined) {
-      this.deps.consumer.seek({ topic: this.topic, partition: this.partition, offset: opened.committed });
+      try {
+        this.deps.consumer.seek({ topic: this.topic, partition: this.partition, offset: opened.committed });
+      } catch (err) {
+        // kafkajs refuses while it restarts its consumer after a crash: try again a little later.
+        throw Object.assign(
+          new Error(`seek to ${opened.committed} refused: ${String(err)}`, { cause: err }),
+          {
+            retriable: true,
+          },
+        );
+      }
     }
     this.log.info(
       { committed: opened.committed ?? 'none', replayedBelow: opened.replayedBelow },

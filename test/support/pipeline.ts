@@ -164,14 +164,14 @@ export class Pipeline {
     } finally {
       await producer.disconnect();
     }
-    this.sent.push(...sent);
+    for (const r of sent) this.sent.push(r);
     return sent;
   }
 
   /** Replaces what counts as produced (for records sent by other means, e.g. upstream transactions). */
   setProduced(records: readonly WorkloadRecord[]): void {
     this.sent.length = 0;
-    this.sent.push(...records);
+    for (const r of records) this.sent.push(r);
   }
 
   /** What the contract says must come out of everything produced so far. */
