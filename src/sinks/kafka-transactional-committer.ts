@@ -2,6 +2,7 @@ import type { Admin, Kafka, Producer } from 'kafkajs';
 import type { Logger } from 'pino';
 import { causes } from '../model/failures.js';
 import { greater } from '../model/offset-tracker.js';
+import { type RetryPolicy, retrying } from '../retry/retry-policy.js';
 import { ProgressLedger } from './kafka-progress-ledger.js';
 import type { CommitSink, OutRecord } from './ports.js';
 
@@ -25,7 +26,15 @@ export interface TransactionalCommitterOptions {
   readonly partition: number;
   /** PROGRESS_TOPIC: the ledger of the highest offset ever committed. */
   readonly progressTopic: string;
+  /**
+   * For the reads of `open`: a group coordinator that moved or is still loading
+   * (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, common just after a broker restart)
+   * is asked again a few times before the start of the partition fails.
+   */
+  readonly retry: RetryPolicy;
 }
+
+const OPEN_READ_RETRIES = 6;
 
 export interface OpenedPartition {
   readonly committer: TransactionalCommitter;
@@ -97,13 +106,23 @@ export class TransactionalCommitter implements CommitSink {
     try {
       await producer.connect();
       await (await producer.transaction()).abort();
-      const offsets = await admin.fetchOffsets({ groupId, topics: [topic] });
+      const offsets = await retrying(options.retry, () => admin.fetchOffsets({ groupId, topics: [topic] }), {
+        maxRetries: OPEN_READ_RETRIES,
+        onRetry: (err, attempt) =>
+          log.warn({ topic, partition, attempt, reason: String(err) }, 'reading the committed offset again'),
+      });
       const p = offsets[0]?.partitions.find((x) => x.partition === partition);
       const committed = p === undefined || p.offset === '-1' ? undefined : p.offset;
       // Metadata missing: offsets reset by a tool, or never committed: ask the ledger.
       let highest =
         fromMetadata(p?.metadata) ??
-        (await ledger.highestOf(ProgressLedger.keyOf(groupId, topic, partition)));
+        (await retrying(
+          options.retry,
+          () => ledger.highestOf(ProgressLedger.keyOf(groupId, topic, partition)),
+          {
+            maxRetries: OPEN_READ_RETRIES,
+          },
+        ));
       if (committed !== undefined && (highest === undefined || greater(committed, highest)))
         highest = committed;
       const replayedBelow =

@@ -106,6 +106,7 @@ export class PartitionRunner {
         topic: this.topic,
         partition: this.partition,
         progressTopic: config.kafka.progressTopic,
+        retry: this.deps.retry,
       },
       this.log,
     );

@@ -1,6 +1,7 @@
 import type { Admin, Kafka, Producer, ProducerConfig, Transaction } from 'kafkajs';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRetryPolicy, retrying } from '../../src/retry/retry-policy.js';
 import { ProgressLedger } from '../../src/sinks/kafka-progress-ledger.js';
 import {
   CommitFailedError,
@@ -19,6 +20,7 @@ import { createTopics, kafkaClient, readCommitted, uniqueName, waitFor } from '.
  */
 
 const silent = pino({ level: 'silent' });
+const retry = createRetryPolicy({ baseMs: 100, maxMs: 1_000 });
 const textOf = (r: { value: Buffer | null }) => r.value?.toString('utf8') ?? null;
 
 describe('TransactionalCommitter against the real broker', () => {
@@ -48,7 +50,7 @@ describe('TransactionalCommitter against the real broker', () => {
       factory,
       admin,
       ledger,
-      { groupId, topic: input, partition, progressTopic: progress },
+      { groupId, topic: input, partition, progressTopic: progress, retry },
       silent,
     );
     opened.push(o.committer);
@@ -56,7 +58,9 @@ describe('TransactionalCommitter against the real broker', () => {
   }
 
   const offsetsOf = async (groupId: string) => {
-    const [t] = await admin.fetchOffsets({ groupId, topics: [input] });
+    const [t] = await retrying(retry, () => admin.fetchOffsets({ groupId, topics: [input] }), {
+      maxRetries: 6,
+    });
     return Object.fromEntries(
       t!.partitions.map((p) => [p.partition, { offset: p.offset, metadata: p.metadata }]),
     );

@@ -1,0 +1,71 @@
+import type { Admin, Kafka } from 'kafkajs';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { createRetryPolicy } from '../../../src/retry/retry-policy.js';
+import type { ProgressLedger } from '../../../src/sinks/kafka-progress-ledger.js';
+import { TransactionalCommitter } from '../../../src/sinks/kafka-transactional-committer.js';
+
+const silent = pino({ level: 'silent' });
+const retry = createRetryPolicy({ baseMs: 1, maxMs: 2 });
+
+/** What kafkajs throws while the group coordinator moves (just after a broker restart). */
+const notCoordinator = () =>
+  Object.assign(new Error('This is not the correct coordinator for this group'), {
+    name: 'KafkaJSProtocolError',
+    type: 'NOT_COORDINATOR',
+    retriable: true,
+  });
+
+function fakes(failures: number, error: () => Error = notCoordinator) {
+  let calls = 0;
+  const kafka = {
+    producer: () => ({
+      connect: async () => undefined,
+      disconnect: async () => undefined,
+      transaction: async () => ({ abort: async () => undefined }),
+    }),
+  } as unknown as Kafka;
+  const admin = {
+    fetchOffsets: async () => {
+      calls++;
+      if (calls <= failures) throw error();
+      return [{ topic: 'in', partitions: [{ partition: 0, offset: '42', metadata: 'rxingest:highest=50' }] }];
+    },
+  } as unknown as Admin;
+  const ledger = { highestOf: async () => undefined } as unknown as ProgressLedger;
+  return { kafka, admin, ledger, calls: () => calls };
+}
+
+const options = { groupId: 'g', topic: 'in', partition: 0, progressTopic: 'progress', retry };
+
+describe('TransactionalCommitter.open', () => {
+  it('asks again when the group coordinator moved, and opens at the committed offset', async () => {
+    const f = fakes(3);
+    const opened = await TransactionalCommitter.open(f.kafka, f.admin, f.ledger, options, silent);
+    expect(f.calls()).toBe(4);
+    expect(opened.committed).toBe('42');
+    expect(opened.replayedBelow).toBe('50');
+  });
+
+  it('gives up after a few tries, so that the partition start fails and is restarted later', async () => {
+    const f = fakes(100);
+    await expect(TransactionalCommitter.open(f.kafka, f.admin, f.ledger, options, silent)).rejects.toThrow(
+      /not the correct coordinator/,
+    );
+    expect(f.calls()).toBe(7);
+  });
+
+  it('does not retry an error that is not transient', async () => {
+    const f = fakes(100, () =>
+      Object.assign(new Error('not authorized'), {
+        name: 'KafkaJSProtocolError',
+        type: 'GROUP_AUTHORIZATION_FAILED',
+        retriable: false,
+      }),
+    );
+    await expect(TransactionalCommitter.open(f.kafka, f.admin, f.ledger, options, silent)).rejects.toThrow(
+      /not authorized/,
+    );
+    expect(f.calls()).toBe(1);
+  });
+});
