@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@elastic/elasticsearch';
@@ -198,17 +198,61 @@ export class Pipeline {
   }
 
   async waitCommitted(atLeast: number, timeoutMs = 120_000): Promise<void> {
-    await waitFor(`${atLeast} records committed`, async () => (await this.committedTotal()) >= atLeast, {
-      timeoutMs,
-      intervalMs: 100,
-    });
+    await this.explained(() =>
+      waitFor(`${atLeast} records committed`, async () => (await this.committedTotal()) >= atLeast, {
+        timeoutMs,
+        intervalMs: 100,
+      }),
+    );
   }
 
   async waitForEnd(timeoutMs = 180_000): Promise<void> {
-    await waitFor('committed offsets at the end of every partition', () => this.committedAtEnd(), {
-      timeoutMs,
-      intervalMs: 500,
-    });
+    await this.explained(() =>
+      waitFor('committed offsets at the end of every partition', () => this.committedAtEnd(), {
+        timeoutMs,
+        intervalMs: 500,
+      }),
+    );
+  }
+
+  /** A wait that timed out says where every partition stood and what the workers last logged. */
+  private async explained(wait: () => Promise<unknown>): Promise<void> {
+    try {
+      await wait();
+    } catch (err) {
+      throw new Error(`${String(err)}\n${await this.diagnosis()}`, { cause: err });
+    }
+  }
+
+  /** Committed offset and end of each partition, each worker's state and the last lines of its log. */
+  async diagnosis(): Promise<string> {
+    const lines: string[] = [];
+    try {
+      const [ends, committed] = await Promise.all([
+        this.admin.fetchTopicOffsets(this.names.topic),
+        this.admin.fetchOffsets({ groupId: this.names.group, topics: [this.names.topic] }),
+      ]);
+      const c = new Map(committed[0]!.partitions.map((p) => [p.partition, p.offset]));
+      lines.push(
+        `partitions: ${ends.map((e) => `${e.partition}: ${c.get(e.partition)}/${e.high}`).join(', ')}`,
+      );
+    } catch (err) {
+      lines.push(`partitions: unreadable (${String(err)})`);
+    }
+    for (const w of this.workers) {
+      const state =
+        w.child.exitCode !== null || w.child.signalCode !== null
+          ? `exited (${w.child.exitCode ?? w.child.signalCode})`
+          : 'running';
+      let tail = '';
+      try {
+        tail = readFileSync(w.logFile, 'utf8').trimEnd().split('\n').slice(-25).join('\n');
+      } catch {
+        tail = '(no log)';
+      }
+      lines.push(`worker ${w.logFile} ${state}; last lines:\n${tail}`);
+    }
+    return lines.join('\n');
   }
 
   /**

@@ -75,22 +75,37 @@ export async function startPrivateKafka(): Promise<PrivateKafka> {
       closeSync(out);
     }
     const c = child;
-    await waitFor(
+    const outcome = await waitFor(
       `private Kafka on ${port}`,
       () => {
-        if (c.exitCode !== null) throw new Error(`private Kafka exited; see ${log}`);
-        return readFileSync(log, 'utf8').split('Kafka Server started').length > before;
+        if (c.exitCode !== null) return 'exited';
+        return readFileSync(log, 'utf8').split('Kafka Server started').length > before && 'started';
       },
       { timeoutMs: 90_000, intervalMs: 200 },
     );
+    if (outcome === 'exited') throw new Error(`private Kafka exited with ${c.exitCode}; see ${log}`);
   };
+  /**
+   * A clean stop is SIGTERM; a broker whose controlled shutdown does not end within
+   * 30 s is killed (a hung shutdown must not hang the test; the scenario then also
+   * covers an unclean stop, which it tolerates).
+   */
   const signal = async (sig: NodeJS.Signals) => {
     const c = child;
     child = undefined;
-    if (c === undefined || c.exitCode !== null) return;
+    if (c === undefined || c.exitCode !== null || c.signalCode !== null) return;
     const exited = new Promise((r) => c.once('exit', r));
     c.kill(sig);
-    await exited;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((r) => {
+      timer = setTimeout(() => r('late'), 30_000);
+    });
+    if ((await Promise.race([exited, late])) === 'late') {
+      process.stderr.write(`private Kafka on ${port} did not stop within 30 s of ${sig}; killing it\n`);
+      c.kill('SIGKILL');
+      await exited;
+    }
+    clearTimeout(timer);
   };
   const onExit = () => child?.kill('SIGKILL');
   process.once('exit', onExit);

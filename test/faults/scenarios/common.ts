@@ -5,6 +5,8 @@ import type { WorkerProcess } from '../../support/worker-process.js';
 
 /** How big a scenario runs: the short form in `npm test`, the full one in `npm run test:faults`. */
 export interface Size {
+  /** The longest any one wait of a scenario may take (below the test's timeout, so that a stall is explained). */
+  readonly waitMs: number;
   readonly messages: number;
   readonly kills: number;
   /** How long servers stay frozen or stopped (ms). */
@@ -13,8 +15,8 @@ export interface Size {
   readonly maxRssMb: number;
 }
 
-export const SHORT: Size = { messages: 10_000, kills: 3, outageMs: 6_000, maxRssMb: 700 };
-export const FULL: Size = { messages: 200_000, kills: 10, outageMs: 30_000, maxRssMb: 700 };
+export const SHORT: Size = { waitMs: 100_000, messages: 10_000, kills: 3, outageMs: 6_000, maxRssMb: 700 };
+export const FULL: Size = { waitMs: 300_000, messages: 200_000, kills: 10, outageMs: 30_000, maxRssMb: 700 };
 
 /** What every scenario reports (the issue note quotes these). */
 export interface ScenarioReport {
@@ -51,8 +53,8 @@ export function traffic(seed: number, count: number, over: WorkloadOptions = {})
 }
 
 /** Waits until the committed total passes `target`, then returns (the moment to disturb something). */
-export async function whenCommitted(p: Pipeline, target: number): Promise<void> {
-  await p.waitCommitted(Math.floor(target), 240_000);
+export async function whenCommitted(p: Pipeline, target: number, size: Size): Promise<void> {
+  await p.waitCommitted(Math.floor(target), size.waitMs);
 }
 
 /**
@@ -67,7 +69,7 @@ export async function finish(
   size: Size,
   extra: Partial<ScenarioReport> & { events?: ReadonlySet<string> } = {},
 ): Promise<ScenarioReport> {
-  await p.waitForEnd(300_000);
+  await p.waitForEnd(size.waitMs);
   const expected = p.expected();
   const d = await p.assertContract(expected, { events: extra.events });
   const maxRssMb = Math.max(...workers.map((w) => w.maxRssMb()));

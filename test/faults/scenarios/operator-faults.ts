@@ -15,7 +15,7 @@ export async function rebuildByOffsetReset(size: Size, seed = 77): Promise<Scena
   try {
     const first = p.spawn('first');
     await p.produce(traffic(seed, size.messages));
-    await p.waitForEnd(300_000);
+    await p.waitForEnd(size.waitMs);
     await stopGracefully(first);
     const triggersBefore = (await readCommitted(p.names.triggers)).length;
     const deadBefore = (await readCommitted(p.names.dlq)).length;
@@ -23,7 +23,7 @@ export async function rebuildByOffsetReset(size: Size, seed = 77): Promise<Scena
     await p.es.indices.delete({ index: [p.names.profiles, p.names.events] });
     await p.admin.resetOffsets({ groupId: p.names.group, topic: p.names.topic, earliest: true });
     const second = p.spawn('rebuild');
-    await whenCommitted(p, size.messages * 0.4);
+    await whenCommitted(p, size.messages * 0.4, size);
     second.child.kill('SIGKILL');
     await second.exited;
     const third = p.spawn('rebuild-again');
@@ -59,7 +59,7 @@ export async function eventsIndexDeleted(size: Size, seed = 78): Promise<Scenari
     const w = p.spawn('w');
     const half = Math.floor(size.messages / 2);
     await p.produce(traffic(seed, half));
-    await p.waitForEnd(300_000);
+    await p.waitForEnd(size.waitMs);
     const deadBefore = (await readCommitted(p.names.dlq)).length;
     const committedBefore = await p.committedTotal();
 

@@ -23,7 +23,7 @@ export async function elasticsearchOutages(
   try {
     const w = p.spawn('w');
     const producing = p.produce(traffic(seed, size.messages));
-    await whenCommitted(p, size.messages * 0.2);
+    await whenCommitted(p, size.messages * 0.2, size);
     node.freeze();
     const frozenAt = await p.committedTotal();
     // The outage is the scenario itself: it lasts what it lasts, whatever the worker does.
@@ -32,7 +32,7 @@ export async function elasticsearchOutages(
       frozenAt + 2_000,
     );
     node.thaw();
-    await whenCommitted(p, size.messages * 0.5);
+    await whenCommitted(p, size.messages * 0.5, size);
     await node.halt();
     await sleepFor(size.outageMs * 2);
     await node.start();
@@ -93,21 +93,21 @@ export async function redisOutages(size: Size, seed = 75): Promise<ScenarioRepor
     const producing = p.produce(
       traffic(seed, size.messages, { ratePerSec: size.messages / ((size.outageMs * 6) / 1000) }),
     );
-    await whenCommitted(p, size.messages * 0.15);
+    await whenCommitted(p, size.messages * 0.15, size);
     await redis.start();
     await waitFor('the worker using Redis', () => /Redis answers/.test(readFileSync(w.logFile, 'utf8')), {
       timeoutMs: 30_000,
     });
     await waitFor('owner marks in Redis', async () => (await redisKeys(redis)) > 0, { timeoutMs: 30_000 });
-    await whenCommitted(p, size.messages * 0.35);
+    await whenCommitted(p, size.messages * 0.35, size);
     redis.freeze();
     await sleepFor(size.outageMs);
     redis.thaw();
-    await whenCommitted(p, size.messages * 0.55);
+    await whenCommitted(p, size.messages * 0.55, size);
     await redis.stop();
     await sleepFor(size.outageMs);
     await redis.start();
-    await whenCommitted(p, size.messages * 0.75);
+    await whenCommitted(p, size.messages * 0.75, size);
     await redis.flush();
     await producing;
     expect(w.child.exitCode, 'the worker kept running through the outages').toBeNull();
@@ -139,11 +139,11 @@ export async function brokerRestarts(size: Size, seed = 76): Promise<ScenarioRep
   try {
     const w = p.spawn('w');
     await p.produce(traffic(seed, size.messages));
-    await whenCommitted(p, size.messages * 0.3);
+    await whenCommitted(p, size.messages * 0.3, size);
     await kafka.stop();
     await sleepFor(Math.min(size.outageMs, 10_000));
     await kafka.start();
-    await whenCommitted(p, size.messages * 0.6);
+    await whenCommitted(p, size.messages * 0.6, size);
     await kafka.kill();
     await kafka.start();
     const report = await finish(p, 'Kafka broker restarted (clean, then killed)', [w], size, {

@@ -14,7 +14,7 @@ export async function killedRepeatedly(size: Size, seed = 71): Promise<ScenarioR
     for (let k = 1; k <= size.kills; k++) {
       // A random point: somewhere between this kill's share of the run and the next.
       const target = (size.messages * (k - 1 + random())) / (size.kills + 1);
-      await whenCommitted(p, target);
+      await whenCommitted(p, target, size);
       const w = workers.at(-1)!;
       w.child.kill('SIGKILL');
       expect(await w.exited).toBe('SIGKILL');
@@ -69,7 +69,7 @@ export async function groupChurn(size: Size, seed = 72): Promise<ScenarioReport>
       [0.85, async () => void workers.push(p.spawn('f'))],
     ];
     for (const [share, act] of steps) {
-      await whenCommitted(p, size.messages * share);
+      await whenCommitted(p, size.messages * share, size);
       await act();
     }
     await producing;
