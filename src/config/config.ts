@@ -54,6 +54,8 @@ export interface Config {
     readonly requestTimeoutMs: number;
     /** Connections the client's pool may open per node (undici `connections`). */
     readonly maxConnections: number;
+    /** Profiles remembered after a write so their next update skips the read (0: always read). */
+    readonly profileCacheSize: number;
   };
   readonly redis: RedisSecurity & {
     /** May hold a password: show it only through redactUrl. */
@@ -177,6 +179,7 @@ const schema = {
   ES_NODE: [url(['http:', 'https:']), 'http://localhost:9200'],
   ES_REQUEST_TIMEOUT_MS: [int(100, 600_000), '30000'],
   ES_MAX_CONNECTIONS: [int(1, 10_000), '256'],
+  PROFILE_CACHE_SIZE: [int(0, 10_000_000), '20000'],
   PROFILES_INDEX: [indexName, 'profiles'],
   EVENTS_INDEX: [eventsIndexName, 'events'],
   EVENTS_ILM_POLICY: [
@@ -359,6 +362,7 @@ export function loadConfig(
       eventsIlmPolicy: r.EVENTS_ILM_POLICY === '' ? undefined : r.EVENTS_ILM_POLICY,
       requestTimeoutMs: r.ES_REQUEST_TIMEOUT_MS,
       maxConnections: r.ES_MAX_CONNECTIONS,
+      profileCacheSize: r.PROFILE_CACHE_SIZE,
     },
     redis: {
       ...redisSecurity,

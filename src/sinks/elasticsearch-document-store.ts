@@ -11,6 +11,7 @@ import {
 import type { OriginKey } from '../model/message.js';
 import { applyUpdate, type MergedUpdate, type ProfileDocument } from '../model/profile-merge.js';
 import type { RetryPolicy } from '../retry/retry-policy.js';
+import type { IndexEpochs } from './elasticsearch-index-epochs.js';
 import {
   type ElasticsearchStoreObserver,
   itemRetryReason,
@@ -25,6 +26,7 @@ import type {
   ProfileDelete,
   ProfileWrite,
 } from './ports.js';
+import type { RecentProfiles } from './recent-profiles.js';
 
 export interface ElasticsearchStoreOptions {
   readonly profilesIndex: string;
@@ -33,9 +35,22 @@ export interface ElasticsearchStoreOptions {
   readonly retry: RetryPolicy;
   /** Request durations, retries and 409s (the worker's metrics). */
   readonly observer?: ElasticsearchStoreObserver;
+  /**
+   * Profiles written or read lately, so that their next update skips the `mget`; entries
+   * belong to the incarnation of the profiles index that `epochs` names. Absent: every
+   * update reads first.
+   */
+  readonly recentProfiles?: { readonly cache: RecentProfiles; readonly epochs: IndexEpochs };
 }
 
-type BulkItem = { status: number; error?: ElasticsearchItemError; result?: string };
+type BulkItem = {
+  status: number;
+  error?: ElasticsearchItemError;
+  result?: string;
+  _seq_no?: number;
+  _primary_term?: number;
+};
+type StoredProfile = { doc?: ProfileDocument; seqNo?: number; primaryTerm?: number };
 /** A round's verdict on a request: its answer, or why it must be tried again (`reason`: a bounded label). */
 type Attempt<T> =
   | { readonly done: true; readonly value: T }
@@ -61,6 +76,7 @@ export class ElasticsearchDocumentStore implements DocumentStore {
   private readonly observer: ElasticsearchStoreObserver;
   /** Per kind of write: one line per state change and a summary a minute, never one per retry. */
   private readonly failures = new Map<string, RepeatedFailureLog>();
+  private readonly recent: ElasticsearchStoreOptions['recentProfiles'];
 
   constructor(
     private readonly client: Client,
@@ -68,6 +84,7 @@ export class ElasticsearchDocumentStore implements DocumentStore {
     private readonly log: Logger,
   ) {
     this.observer = options.observer ?? silentObserver;
+    this.recent = options.recentProfiles;
   }
 
   async createEvents(events: readonly EventDocument[], signal?: AbortSignal): Promise<EventWrite[]> {
@@ -130,43 +147,54 @@ export class ElasticsearchDocumentStore implements DocumentStore {
   async mergeProfiles(updates: readonly MergedUpdate[], signal?: AbortSignal): Promise<ProfileWrite[]> {
     const results: (ProfileWrite | undefined)[] = new Array(updates.length);
     await this.untilDone(updates.length, 'profile', signal, async (pending) => {
-      const current = await this.readProfiles(
-        pending.map((i) => updates[i]!.clientId),
+      const current = await this.currentProfiles(
+        pending.map((i) => updates[i]!),
         signal,
       );
       if (!current.done) return { retry: pending, why: current.why, reason: current.reason };
+      const { stored, epoch } = current.value;
       const writes: number[] = [];
+      const written: ProfileDocument[] = [];
       const operations: unknown[] = [];
       pending.forEach((i, k) => {
-        const stored = current.value[k]!;
-        const { document, changed } = applyUpdate(stored.doc, updates[i]!);
+        const was = stored[k]!;
+        const { document, changed } = applyUpdate(was.doc, updates[i]!);
         if (!changed) {
           results[i] = { status: 'stale' };
           return;
         }
         writes.push(i);
+        written.push(document);
         const meta = { _index: this.options.profilesIndex, _id: updates[i]!.clientId };
         operations.push(
-          stored.doc === undefined
+          was.doc === undefined
             ? { create: meta }
-            : { index: { ...meta, if_seq_no: stored.seqNo, if_primary_term: stored.primaryTerm } },
+            : { index: { ...meta, if_seq_no: was.seqNo, if_primary_term: was.primaryTerm } },
           document,
         );
       });
       if (writes.length === 0) return { retry: [], why: '', reason: '' };
       const bulk = await this.bulk(operations, signal);
-      if (!bulk.done) return { retry: writes, why: bulk.why, reason: bulk.reason };
+      if (!bulk.done) {
+        for (const i of writes) this.recent?.cache.forget(updates[i]!.clientId);
+        return { retry: writes, why: bulk.why, reason: bulk.reason };
+      }
       const retry: number[] = [];
       let conflicts = 0;
       let why = '';
       let reason = '';
       bulk.value.forEach((item, k) => {
         const i = writes[k]!;
+        const clientId = updates[i]!.clientId;
         const r = item.index ?? item.create;
-        if (r === undefined)
-          throw new Error(`bulk answered without a result for profile ${updates[i]!.clientId}`);
-        if (r.status === 200 || r.status === 201) results[i] = { status: 'applied' };
-        else if (r.status === 409) {
+        if (r === undefined) throw new Error(`bulk answered without a result for profile ${clientId}`);
+        if (r.status === 200 || r.status === 201) {
+          results[i] = { status: 'applied' };
+          this.remember(epoch, clientId, written[k]!, r);
+          return;
+        }
+        this.recent?.cache.forget(clientId);
+        if (r.status === 409) {
           conflicts++;
           retry.push(i);
         } else if (classifyItemError(r.status, r.error) === 'transient') {
@@ -182,8 +210,57 @@ export class ElasticsearchDocumentStore implements DocumentStore {
     return results as ProfileWrite[];
   }
 
+  /**
+   * What is stored for each update's client: from the recent profiles when the update
+   * changes what the entry holds (a write with its sequence number then settles it),
+   * from one `mget` for the rest. An entry that says "nothing new" is not believed: the
+   * read decides, so a stale entry can never make an update look stale.
+   */
+  private async currentProfiles(
+    updates: readonly MergedUpdate[],
+    signal?: AbortSignal,
+  ): Promise<Attempt<{ stored: StoredProfile[]; epoch: string | undefined }>> {
+    const epoch = this.recent ? await this.recent.epochs.of(this.options.profilesIndex) : undefined;
+    const stored: (StoredProfile | undefined)[] = new Array(updates.length);
+    const unread: number[] = [];
+    updates.forEach((u, k) => {
+      const hit = epoch === undefined ? undefined : this.recent!.cache.get(epoch, u.clientId);
+      if (hit !== undefined && applyUpdate(hit.doc, u).changed) stored[k] = hit;
+      else unread.push(k);
+    });
+    if (unread.length > 0) {
+      const read = await this.readProfiles(
+        unread.map((k) => updates[k]!.clientId),
+        signal,
+      );
+      if (!read.done) return read;
+      unread.forEach((k, n) => {
+        const found = read.value[n]!;
+        stored[k] = found;
+        if (found.doc !== undefined)
+          this.remember(epoch, updates[k]!.clientId, found.doc, {
+            _seq_no: found.seqNo,
+            _primary_term: found.primaryTerm,
+          });
+      });
+    }
+    return { done: true, value: { stored: stored as StoredProfile[], epoch } };
+  }
+
+  private remember(
+    epoch: string | undefined,
+    clientId: string,
+    doc: ProfileDocument,
+    at: { _seq_no?: number; _primary_term?: number },
+  ): void {
+    if (this.recent === undefined || epoch === undefined) return;
+    if (at._seq_no === undefined || at._primary_term === undefined) return;
+    this.recent.cache.set(epoch, clientId, { doc, seqNo: at._seq_no, primaryTerm: at._primary_term });
+  }
+
   async deleteProfiles(clientIds: readonly string[], signal?: AbortSignal): Promise<ProfileDelete[]> {
     const results: (ProfileDelete | undefined)[] = new Array(clientIds.length);
+    for (const clientId of clientIds) this.recent?.cache.forget(clientId);
     await this.untilDone(clientIds.length, 'profile delete', signal, async (pending) => {
       const operations = pending.map((i) => ({
         delete: { _index: this.options.profilesIndex, _id: clientIds[i]! },
@@ -290,15 +367,12 @@ export class ElasticsearchDocumentStore implements DocumentStore {
     return { done: true, value: owners };
   }
 
-  private async readProfiles(
-    ids: string[],
-    signal?: AbortSignal,
-  ): Promise<Attempt<{ doc?: ProfileDocument; seqNo?: number; primaryTerm?: number }[]>> {
+  private async readProfiles(ids: string[], signal?: AbortSignal): Promise<Attempt<StoredProfile[]>> {
     const res = await this.request('mget', () =>
       this.client.mget<ProfileDocument>({ index: this.options.profilesIndex, ids }, signal ? { signal } : {}),
     );
     if (!res.done) return res;
-    const out: { doc?: ProfileDocument; seqNo?: number; primaryTerm?: number }[] = [];
+    const out: StoredProfile[] = [];
     for (const d of res.value.docs) {
       // A per-document error (an unavailable shard, a missing index) is the destination's.
       if ('error' in d && d.error)

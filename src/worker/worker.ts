@@ -14,6 +14,7 @@ import { createRetryPolicy } from '../retry/retry-policy.js';
 import { ElasticsearchDocumentStore } from '../sinks/elasticsearch-document-store.js';
 import { IndexEpochs } from '../sinks/elasticsearch-index-epochs.js';
 import { ProgressLedger } from '../sinks/kafka-progress-ledger.js';
+import { RecentProfiles } from '../sinks/recent-profiles.js';
 import { RedisHealth } from '../sinks/redis-health.js';
 import { RedisKnownCopies } from '../sinks/redis-known-copies.js';
 import { ensureIndices } from './elasticsearch-setup.js';
@@ -139,6 +140,7 @@ export async function startWorker({
     throw err;
   }
 
+  const epochs = new IndexEpochs(es);
   const ports = {
     known: new RedisKnownCopies(
       redis,
@@ -148,7 +150,7 @@ export async function startWorker({
         ttlMs: config.redis.processedTtlMs,
         eventsIndex: config.elasticsearch.eventsIndex,
       },
-      new IndexEpochs(es),
+      epochs,
       redisHealth,
       log.child({ component: 'redis' }),
     ),
@@ -159,6 +161,9 @@ export async function startWorker({
         eventsIndex: config.elasticsearch.eventsIndex,
         retry,
         observer: metrics.elasticsearchObserver(),
+        ...(config.elasticsearch.profileCacheSize > 0
+          ? { recentProfiles: { cache: new RecentProfiles(config.elasticsearch.profileCacheSize), epochs } }
+          : {}),
       },
       log.child({ component: 'elasticsearch' }),
     ),

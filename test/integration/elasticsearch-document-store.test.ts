@@ -5,7 +5,9 @@ import type { ProfileUpdate } from '../../src/model/message.js';
 import { type MergedUpdate, mergeUpdates, type ProfileDocument } from '../../src/model/profile-merge.js';
 import { createRetryPolicy } from '../../src/retry/retry-policy.js';
 import { ElasticsearchDocumentStore } from '../../src/sinks/elasticsearch-document-store.js';
+import { IndexEpochs } from '../../src/sinks/elasticsearch-index-epochs.js';
 import type { EventDocument, EventWrite } from '../../src/sinks/ports.js';
+import { RecentProfiles } from '../../src/sinks/recent-profiles.js';
 import { type ExtraEsNode, freePort, startExtraEsNode } from '../support/extra-es-node.js';
 import { esClient, uniqueName, waitFor } from '../support/stack.js';
 
@@ -284,6 +286,111 @@ describe('ElasticsearchDocumentStore against the stack Elasticsearch', () => {
         await Promise.all([clientA.close(), clientB.close()]);
       }
     });
+  });
+});
+
+/** Counts the `_mget` requests a client sends. */
+function countMgets(client: Client) {
+  let mgets = 0;
+  client.diagnostic.on('request', (_err, result) => {
+    if (result?.meta.request.params.path.endsWith('/_mget')) mgets++;
+  });
+  return () => mgets;
+}
+
+describe('ElasticsearchDocumentStore with recent profiles (PROFILE_CACHE_SIZE)', () => {
+  const profilesIndex = uniqueName('rxingest-test-recent-profiles');
+  const eventsIndex = uniqueName('rxingest-test-recent-events');
+  const unusedEvents = uniqueName('rxingest-test-unused-events');
+  const clients: Client[] = [];
+  /** A store with its own client, cache and epochs, and a count of its reads. */
+  const cachedStore = (epochAgeMs = 30_000) => {
+    const client = esClient();
+    clients.push(client);
+    const mgets = countMgets(client);
+    const cache = new RecentProfiles(1_000);
+    const store = new ElasticsearchDocumentStore(
+      client,
+      {
+        profilesIndex,
+        eventsIndex,
+        retry: policy(20, 500),
+        recentProfiles: { cache, epochs: new IndexEpochs(client, epochAgeMs) },
+      },
+      silent,
+    );
+    return { store, cache, mgets };
+  };
+  const es = esClient();
+  clients.push(es);
+  const getProfile = async (clientId: string) =>
+    (await es.get<ProfileDocument>({ index: profilesIndex, id: clientId }))._source!;
+
+  beforeAll(async () => {
+    await createIndices(es, profilesIndex, eventsIndex);
+  });
+  afterAll(async () => {
+    await es.indices.delete({ index: [profilesIndex, eventsIndex, unusedEvents], ignore_unavailable: true });
+    await Promise.all(clients.map((c) => c.close()));
+  });
+
+  it('writes the next update of a client seen lately without reading it first, and merges exactly', async () => {
+    const { store, cache, mgets } = cachedStore();
+    const updates = Array.from({ length: 10 }, (_, k) =>
+      profile('seen-lately', `sl-${k}`, k + 1, { [`f${k % 3}`]: k, last: k }),
+    );
+    for (const u of updates) expect(await store.mergeProfiles([one(u)])).toEqual([{ status: 'applied' }]);
+    expect(mgets()).toBe(1); // only the first update read the (missing) profile
+    expect(cache.stats()).toMatchObject({ hits: 9, misses: 1 });
+    const doc = await getProfile('seen-lately');
+    expect({ version: doc.version, data: doc.data }).toEqual(expectedProfile(updates));
+  });
+
+  it('two caching stores racing on one profile: stale entries cost a 409 and a read, never a newer field', async () => {
+    const a = cachedStore();
+    const b = cachedStore();
+    const all: ProfileUpdate[] = [];
+    for (let r = 0; r < 20; r++) {
+      const ua = profile('race-cached', `A-${String(r).padStart(2, '0')}`, 2 * (20 - r) - 1, {
+        shared: `A${r}`,
+        onlyA: r,
+      });
+      const ub = profile('race-cached', `B-${String(r).padStart(2, '0')}`, 2 * r, {
+        shared: `B${r}`,
+        onlyB: r,
+      });
+      all.push(ua, ub);
+      await Promise.all([a.store.mergeProfiles([one(ua)]), b.store.mergeProfiles([one(ub)])]);
+    }
+    const doc = await getProfile('race-cached');
+    expect({ version: doc.version, data: doc.data }).toEqual(expectedProfile(all));
+  });
+
+  it('after the profiles index is deleted and created again, remembered clients are written from what is stored now', async () => {
+    // A long epoch age: the store does not notice the new index by its uuid, only by the 409s.
+    const { store } = cachedStore(3_600_000);
+    await store.mergeProfiles([one(profile('rebuilt', 'r-5', 5, { a: 'v5', b: 'v5' }))]);
+    await store.mergeProfiles([one(profile('rebuilt-2', 'r2-5', 5, { a: 'v5' }))]);
+    await es.indices.delete({ index: profilesIndex });
+    await createIndices(es, profilesIndex, unusedEvents);
+    // New on a field: the remembered sequence number is refused, the read finds nothing, create.
+    const fresh = profile('rebuilt', 'r-3', 3, { c: 'v3' });
+    expect(await store.mergeProfiles([one(fresh)])).toEqual([{ status: 'applied' }]);
+    expect((await getProfile('rebuilt')).data).toEqual({ c: 'v3' });
+    // Outranked by what the entry remembers: not believed; the read finds nothing, so it is written.
+    const older = profile('rebuilt-2', 'r2-1', 1, { a: 'v1' });
+    expect(await store.mergeProfiles([one(older)])).toEqual([{ status: 'applied' }]);
+    expect((await getProfile('rebuilt-2')).data).toEqual({ a: 'v1' });
+  });
+
+  it('forgets a deleted profile (tombstone): the next update creates it anew', async () => {
+    const { store } = cachedStore();
+    await store.mergeProfiles([one(profile('tomb', 't-1', 1, { a: 1 }))]);
+    expect(await store.deleteProfiles(['tomb'])).toEqual([{ status: 'deleted' }]);
+    expect(await store.mergeProfiles([one(profile('tomb', 't-2', 2, { b: 2 }))])).toEqual([
+      { status: 'applied' },
+    ]);
+    expect((await getProfile('tomb')).data).toEqual({ b: 2 });
   });
 });
 

@@ -125,6 +125,7 @@ describe('loadConfig: a bad value is one line naming the variable, the value and
     ['HTTP_PORT', '65536', 'a whole number from 0 to 65535'],
     ['HTTP_HOST', '  ', 'a host name or address to listen on'],
     ['ES_MAX_CONNECTIONS', '0', 'a whole number from 1 to 10000'],
+    ['PROFILE_CACHE_SIZE', '-1', 'a whole number from 0 to 10000000'],
     // Push-back (src/config/control-settings.ts; their cross-checks: test/unit/config/control-settings.test.ts)
     ['ES_CONCURRENCY_INITIAL', '0', 'a whole number from 1 to 10000'],
     ['ES_CONCURRENCY_MIN', 'one', 'a whole number from 1 to 10000'],
