@@ -506,6 +506,36 @@ async function diagnoseHeap(
   };
 }
 
+/**
+ * The baseline of the recent-profiles cache: the worker as shipped but reading every
+ * profile before its conditional write (PROFILE_CACHE_SIZE=0), draining the same backlog.
+ */
+async function runReadFirst(ctx: Ctx, backlog: string, n: number, capMs: number): Promise<ReadFirstResult> {
+  const key = 'wreadfirst';
+  const w = await BenchWorker.start({
+    entry: ctx.workerEntry,
+    name: `${ctx.runId}-${key}`,
+    logDir: ctx.logDir,
+    stackPids: ctx.pids,
+    env: { ...workerEnv(ctx, key, [backlog]), PROFILE_CACHE_SIZE: '0' },
+  });
+  let drained = false;
+  try {
+    drained = await w.waitForDone(n, capMs);
+  } finally {
+    await w.stop(10_000);
+  }
+  const { rate } = drainRate(w, n);
+  await deleteIndices([ctx.res.name(`${key}-events`), ctx.res.name(`${key}-profiles`)]);
+  return { rate, drained, peakRssMb: w.peakRssMb() };
+}
+
+interface ReadFirstResult {
+  readonly rate: number;
+  readonly drained: boolean;
+  readonly peakRssMb: number;
+}
+
 // ------------------------------------------------------------------ the burst
 
 interface BurstResult {
@@ -718,6 +748,10 @@ async function runAll(ctx: Ctx): Promise<Section[]> {
       `p50 ${latencyCell(shipped.latency, 'p50')} ms, p99 ${latencyCell(shipped.latency, 'p99')} ms; peak RSS ${fmt(shipped.peakRssMb, 0)} MB`,
   );
 
+  log('  worker reading every profile first (PROFILE_CACHE_SIZE=0): drain …');
+  const readFirst = await runReadFirst(ctx, backlog, n, quick ? 30_000 : 90_000);
+  log(`  read-first worker: ${fmt(readFirst.rate, 0)} docs/s`);
+
   const workerCeiling = shipped.rate / ceiling.rate;
   const workerNaive = shipped.rate / naive.rate;
   let profile: ProfileSummary | undefined;
@@ -778,7 +812,18 @@ async function runAll(ctx: Ctx): Promise<Section[]> {
   }
 
   sections.push(
-    endToEndSection(ctx, { n, ceiling, naive, shipped, workerCeiling, workerNaive, profile, burst, heap }),
+    endToEndSection(ctx, {
+      n,
+      ceiling,
+      naive,
+      shipped,
+      readFirst,
+      workerCeiling,
+      workerNaive,
+      profile,
+      burst,
+      heap,
+    }),
   );
   if (ctx.only.has('sweep')) sections.push(sweepSection(ctx, sweepPoints, shipped));
   if (burst) sections.push(burstSection(ctx, burst, shipped, avgBytes));
@@ -806,6 +851,7 @@ function endToEndSection(
     ceiling: CeilingResult;
     naive: NaiveResult;
     shipped: WorkerPoint;
+    readFirst: ReadFirstResult;
     workerCeiling: number;
     workerNaive: number;
     profile: ProfileSummary | undefined;
@@ -844,6 +890,12 @@ function endToEndSection(
       fmt(shipped.rate, 0),
       '1.00',
       `BATCH_MAX=${shipped.batchMax}, 8 partitions${shipped.drained ? '' : ' (did not drain in time)'}`,
+    ],
+    [
+      'worker, every profile read first (PROFILE_CACHE_SIZE=0)',
+      fmt(r.readFirst.rate, 0),
+      fmt(r.readFirst.rate / shipped.rate, 2),
+      `the baseline of the recent-profiles cache; peak RSS ${fmt(r.readFirst.peakRssMb, 0)} MB${r.readFirst.drained ? '' : ' (did not drain in time)'}`,
     ],
     [
       'naive: eachMessage, 1 request/message',
