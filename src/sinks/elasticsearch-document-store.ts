@@ -54,7 +54,7 @@ type StoredProfile = { doc?: ProfileDocument; seqNo?: number; primaryTerm?: numb
 /** A round's verdict on a request: its answer, or why it must be tried again (`reason`: a bounded label). */
 type Attempt<T> =
   | { readonly done: true; readonly value: T }
-  | { readonly done: false; readonly why: string; readonly reason: string };
+  | { readonly done: false; readonly why: string; readonly reason: string; readonly cause?: unknown };
 
 /**
  * Elasticsearch behind the DocumentStore port, with our own per-item retry: only the items
@@ -77,6 +77,9 @@ export class ElasticsearchDocumentStore implements DocumentStore {
   /** Per kind of write: one line per state change and a summary a minute, never one per retry. */
   private readonly failures = new Map<string, RepeatedFailureLog>();
   private readonly recent: ElasticsearchStoreOptions['recentProfiles'];
+  /** Most items per `_bulk` request, learned from size refusals (see `bulk`). */
+  private bulkCap = Infinity;
+  private bulkCapSuccesses = 0;
 
   constructor(
     private readonly client: Client,
@@ -265,7 +268,7 @@ export class ElasticsearchDocumentStore implements DocumentStore {
       const operations = pending.map((i) => ({
         delete: { _index: this.options.profilesIndex, _id: clientIds[i]! },
       }));
-      const bulk = await this.bulk(operations, signal);
+      const bulk = await this.bulk(operations, signal, 1);
       if (!bulk.done) return { retry: pending, why: bulk.why, reason: bulk.reason };
       const retry: number[] = [];
       let why = '';
@@ -396,14 +399,65 @@ export class ElasticsearchDocumentStore implements DocumentStore {
     return { done: true, value: out };
   }
 
+  /**
+   * The items (`linesPerItem` lines each) in `_bulk` requests of at most `bulkCap` items.
+   * A request refused for its size — whole (429 from the indexing-pressure limit, 413 above
+   * `http.max_content_length`) or item by item (every item 429 inside a 200: the primary's
+   * share of the same limit) — halves the cap, and its items come back as item-level 429s,
+   * retried with backoff in smaller requests. Without this a batch larger than the cluster
+   * takes at once would be sent again, and refused, forever. The cap doubles again after
+   * a run of requests that went through whole.
+   */
   private async bulk(
     operations: unknown[],
     signal?: AbortSignal,
+    linesPerItem = 2,
   ): Promise<Attempt<Record<string, BulkItem>[]>> {
+    const items = operations.length / linesPerItem;
+    const cap = this.bulkCap; // parts may change it: slice by the cap this call started with
+    if (items > cap) {
+      const answers: Record<string, BulkItem>[] = [];
+      for (let k = 0; k < items; k += cap) {
+        const part = await this.bulk(
+          operations.slice(k * linesPerItem, (k + cap) * linesPerItem),
+          signal,
+          linesPerItem,
+        );
+        if (!part.done) return part;
+        for (const a of part.value) answers.push(a);
+      }
+      return { done: true, value: answers };
+    }
     const res = await this.request('bulk', () =>
       this.client.bulk({ operations, refresh: false }, signal ? { signal } : {}),
     );
-    return res.done ? { done: true, value: res.value.items as unknown as Record<string, BulkItem>[] } : res;
+    if (!res.done) {
+      const status = (res.cause as { meta?: { statusCode?: number } } | undefined)?.meta?.statusCode;
+      if (status !== 429 && status !== 413) return res;
+      this.shrinkBulkCap(items);
+      const refused: Record<string, BulkItem>[] = [];
+      for (let k = 0; k < items; k++)
+        refused.push(refusedWhole(operations[k * linesPerItem], status, res.why));
+      return { done: true, value: refused };
+    }
+    const answers = res.value.items as unknown as Record<string, BulkItem>[];
+    const rejected = answers.filter((a) => firstResult(a)?.status === 429).length;
+    if (rejected === items) this.shrinkBulkCap(items);
+    else if (rejected === 0 && items >= this.bulkCap && ++this.bulkCapSuccesses >= BULK_CAP_GROWTH_AFTER) {
+      this.bulkCap = this.bulkCap * 2 >= BULK_CAP_UNBOUNDED ? Infinity : this.bulkCap * 2;
+      this.bulkCapSuccesses = 0;
+    }
+    return { done: true, value: answers };
+  }
+
+  private shrinkBulkCap(items: number): void {
+    this.bulkCapSuccesses = 0;
+    if (items <= 1) return;
+    const cap = Math.ceil(Math.min(items, this.bulkCap) / 2);
+    if (cap < this.bulkCap) {
+      this.bulkCap = cap;
+      this.log.debug({ itemsPerRequest: cap }, 'Elasticsearch refused a bulk for its size; smaller requests');
+    }
   }
 
   /** One request; a transient failure (connection, timeout, 429/5xx/401/403/404) is a "not yet". */
@@ -416,7 +470,12 @@ export class ElasticsearchDocumentStore implements DocumentStore {
     } catch (err) {
       this.observer.request(op, (performance.now() - started) / 1000);
       if (classifyError(err) === 'transient') {
-        return { done: false, why: `${op}: ${describeError(err)}`, reason: requestRetryReason(err) };
+        return {
+          done: false,
+          why: `${op}: ${describeError(err)}`,
+          reason: requestRetryReason(err),
+          cause: err,
+        };
       }
       throw err;
     }
@@ -430,6 +489,27 @@ interface Round {
   readonly reason: string;
   /** Lost races only: read again at once, no backoff. */
   readonly immediate?: boolean;
+}
+
+/** Requests that go through whole, at the cap, before it doubles. */
+const BULK_CAP_GROWTH_AFTER = 8;
+/** A cap this high is no cap. */
+const BULK_CAP_UNBOUNDED = 100_000;
+
+function firstResult(answer: Record<string, BulkItem>): BulkItem | undefined {
+  for (const k in answer) return answer[k];
+  return undefined;
+}
+
+/** The answer of an item whose request was refused whole: a retriable item-level refusal. */
+function refusedWhole(action: unknown, status: number, why: string): Record<string, BulkItem> {
+  const [op] = Object.keys(action as object);
+  return {
+    [op ?? 'index']: {
+      status: 429,
+      error: { type: 'es_rejected_execution_exception', reason: `refused whole (${status}): ${why}` },
+    },
+  };
 }
 
 function itemReason(r: BulkItem): string {

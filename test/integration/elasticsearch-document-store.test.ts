@@ -620,6 +620,33 @@ describe('ElasticsearchDocumentStore retries against a second node under pressur
     expect((await es.count({ index: eventsIndex })).count).toBe(0);
   });
 
+  it('splits a batch larger than the indexing-pressure limit (refused whole, every time) until every event is in, once each', async () => {
+    const client = new Client({ node: node!.url, requestTimeout: 30_000 });
+    const seen = countItemStatuses(client);
+    let refusedWhole = 0;
+    client.diagnostic.on('response', (_err, result) => {
+      if (result?.statusCode === 429 && result.meta.request.params.path.endsWith('/_bulk')) refusedWhole++;
+    });
+    const store = new ElasticsearchDocumentStore(client, options, silent);
+    try {
+      // 60 events of ~5 KB: 300 KB in one bulk, far over the node's 64 KB.
+      const batch = Array.from({ length: 60 }, (_, i) =>
+        event(`whole-${i}`, { data: { pad: 'w'.repeat(5000) } }),
+      );
+      const results = await store.createEvents(batch, AbortSignal.timeout(120_000));
+      expect(results).toEqual(batch.map(() => ({ status: 'created' })));
+      expect(refusedWhole).toBeGreaterThan(0);
+      expect(seen.counts.get(409) ?? 0).toBe(0);
+      await es.indices.refresh({ index: eventsIndex });
+      const ids = batch.map((e) => e.id);
+      expect((await es.count({ index: eventsIndex, query: { ids: { values: ids } } })).count).toBe(
+        ids.length,
+      );
+    } finally {
+      await client.close();
+    }
+  });
+
   it('createEvents retries the 429s item by item until every event is in, once each', async () => {
     const client = new Client({ node: node!.url, requestTimeout: 30_000 });
     const seen = countItemStatuses(client);

@@ -1,0 +1,99 @@
+import { errors } from '@elastic/elasticsearch';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { createRetryPolicy } from '../../../src/retry/retry-policy.js';
+import { ElasticsearchDocumentStore } from '../../../src/sinks/elasticsearch-document-store.js';
+
+const event = (id: string) => ({
+  id,
+  source: {
+    clientId: 'c',
+    name: 'n',
+    ts: '2026-01-01T00:00:00Z',
+    data: {},
+    origin: { topic: 'in', partition: 0, offset: 1 },
+  },
+});
+
+/**
+ * A cluster that takes at most `limit` items per request: above `2 × limit` it refuses the
+ * request whole (429), above `limit` it answers 200 with every item refused (the primary's
+ * share of the indexing-pressure limit), as the real one does (see the integration tests).
+ */
+class SizeLimitedCluster {
+  readonly requests: number[] = [];
+  constructor(private readonly limit: number) {}
+  async bulk({ operations }: { operations: unknown[] }) {
+    const items = operations.length / 2;
+    this.requests.push(items);
+    if (items > 2 * this.limit) {
+      throw new errors.ResponseError({
+        statusCode: 429,
+        body: {
+          error: {
+            type: 'es_rejected_execution_exception',
+            reason: 'rejected execution of coordinating operation',
+          },
+        },
+        headers: {},
+        warnings: null,
+        meta: {} as never,
+      });
+    }
+    const status = items > this.limit ? 429 : 201;
+    return {
+      items: Array.from({ length: items }, () => ({
+        create:
+          status === 201
+            ? { status }
+            : { status, error: { type: 'es_rejected_execution_exception', reason: 'primary' } },
+      })),
+    };
+  }
+}
+
+const storeOn = (cluster: SizeLimitedCluster) =>
+  new ElasticsearchDocumentStore(
+    cluster as never,
+    { profilesIndex: 'p', eventsIndex: 'e', retry: createRetryPolicy({ baseMs: 1, maxMs: 1 }) },
+    pino({ level: 'silent' }),
+  );
+
+describe('ElasticsearchDocumentStore: bulks larger than the cluster takes', () => {
+  it('halves its requests until they go through, and every item is written once', async () => {
+    const cluster = new SizeLimitedCluster(10);
+    const store = storeOn(cluster);
+    const events = Array.from({ length: 100 }, (_, i) => event(`e-${i}`));
+    expect(await store.createEvents(events, AbortSignal.timeout(5_000))).toEqual(
+      events.map(() => ({ status: 'created' })),
+    );
+    // 100 refused whole, then 50s (200, every item refused), then 25s likewise, then ≤ 13s… until ≤ 10.
+    expect(cluster.requests[0]).toBe(100);
+    expect(Math.max(...cluster.requests.slice(-3))).toBeLessThanOrEqual(10);
+  });
+
+  it('remembers the size that goes through: the next batch is not sent whole again', async () => {
+    const cluster = new SizeLimitedCluster(10);
+    const store = storeOn(cluster);
+    await store.createEvents(Array.from({ length: 100 }, (_, i) => event(`a-${i}`)));
+    cluster.requests.length = 0;
+    await store.createEvents(Array.from({ length: 40 }, (_, i) => event(`b-${i}`)));
+    // At most one probe of twice the size that went through (the cap grows after a run of
+    // successes), never the whole batch of 40.
+    expect(Math.max(...cluster.requests)).toBeLessThanOrEqual(20);
+    expect(cluster.requests.filter((n) => n > 10).length).toBeLessThanOrEqual(2);
+  });
+
+  it('grows its requests again after a run of them went through whole', async () => {
+    const cluster = new SizeLimitedCluster(10);
+    const store = storeOn(cluster);
+    await store.createEvents(Array.from({ length: 100 }, (_, i) => event(`a-${i}`)));
+    const cap = Math.max(...cluster.requests.slice(-1));
+    // The cluster now takes more: after enough whole successes the requests get bigger.
+    const roomier = cluster as unknown as { limit: number };
+    roomier.limit = 1_000;
+    for (let round = 0; round < 6; round++)
+      await store.createEvents(Array.from({ length: 200 }, (_, i) => event(`c-${round}-${i}`)));
+    expect(Math.max(...cluster.requests.slice(-3))).toBeGreaterThan(cap);
+  });
+});
