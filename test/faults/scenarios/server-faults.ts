@@ -62,11 +62,11 @@ export async function elasticsearchOutages(
 export async function rejectionStorm(size: Size, seed = 74): Promise<ScenarioReport> {
   const node = await startExtraEsNode({
     settings: {
-      // The storm comes from the indexing-pressure limit (429 for whole requests and for
-      // items). A tiny write queue as well made the node itself stall (in-flight bytes held
-      // for minutes, every request refused), which is a test of nothing.
+      // 429s from both: the indexing-pressure limit (whole requests, and items at the
+      // primary) and a full write queue (items).
       'indexing_pressure.memory.limit': '256kb',
       'thread_pool.write.size': 1,
+      'thread_pool.write.queue_size': 4,
     },
   });
   const p = await Pipeline.create('faults-429', {
@@ -77,12 +77,15 @@ export async function rejectionStorm(size: Size, seed = 74): Promise<ScenarioRep
     const w = p.spawn('w');
     await p.produce(traffic(seed, size.messages));
     const report = await finish(p, '429 storm', [w], size);
-    const stats = await new Client({ node: node.url }).nodes.stats({ metric: 'indexing_pressure' });
+    const stats = await new Client({ node: node.url }).nodes.stats({
+      metric: ['indexing_pressure', 'thread_pool'],
+    });
     const rejections = Object.values(stats.nodes).reduce((a, n) => {
       const m =
         (n.indexing_pressure as { memory?: { total?: Record<string, number> } } | undefined)?.memory?.total ??
         {};
-      return a + (m.coordinating_rejections ?? 0) + (m.primary_rejections ?? 0);
+      const queue = n.thread_pool?.write?.rejected ?? 0;
+      return a + (m.coordinating_rejections ?? 0) + (m.primary_rejections ?? 0) + queue;
     }, 0);
     expect(rejections, 'bulk requests Elasticsearch refused with 429').toBeGreaterThan(0);
     await stopGracefully(w);
