@@ -1,3 +1,4 @@
+import type { CircuitBreakerSettings } from '../config/control-settings.js';
 import { abortReason, type Clock, systemClock, type TimerHandle } from './clock.js';
 
 export type BreakerState = 'closed' | 'open' | 'half-open';
@@ -8,27 +9,6 @@ export const BREAKER_STATE_VALUE: Readonly<Record<BreakerState, number>> = {
   'half-open': 1,
   open: 2,
 };
-
-export interface CircuitBreakerSettings {
-  /** The sliding window the failure rate is measured over. */
-  readonly windowMs: number;
-  /** Fewer requests than this in the window never open the breaker. */
-  readonly minRequests: number;
-  /** Share of failed requests in the window that opens it, in (0, 1]. */
-  readonly failureRate: number;
-  /**
-   * A request still unanswered after this long counts as failed at that moment (0: off).
-   * A frozen destination answers nothing, not even a timeout, for as long as the request
-   * timeout: this is what opens the breaker within seconds anyway.
-   */
-  readonly slowCallMs: number;
-  /** How long it stays open before probing; doubles each time a probe fails. */
-  readonly openMs: number;
-  /** The most it stays open at a time. */
-  readonly openMaxMs: number;
-  /** Requests let through while half-open; all must succeed to close. */
-  readonly probes: number;
-}
 
 export const DEFAULT_CIRCUIT_BREAKER: CircuitBreakerSettings = {
   windowMs: 30_000,

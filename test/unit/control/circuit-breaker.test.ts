@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import type { CircuitBreakerSettings } from '../../../src/config/control-settings.js';
 import {
   type BreakerChange,
   BreakerDisposedError,
   type BreakerTicket,
   CircuitBreaker,
-  type CircuitBreakerSettings,
 } from '../../../src/control/circuit-breaker.js';
 import { ManualClock, settle } from '../../support/manual-clock.js';
 
