@@ -2,21 +2,17 @@ import type { Client } from '@elastic/elasticsearch';
 import type { Logger } from 'pino';
 import { RepeatedFailureLog } from '../log/repeated-failure-log.js';
 import { eventsIndexFor, isDatePattern } from '../model/event-index.js';
-import {
-  classifyError,
-  classifyItemError,
-  describeError,
-  type ElasticsearchItemError,
-} from '../model/failures.js';
+import { classifyItemError, type ElasticsearchItemError } from '../model/failures.js';
 import type { OriginKey } from '../model/message.js';
 import { applyUpdate, type MergedUpdate, type ProfileDocument } from '../model/profile-merge.js';
 import type { RetryPolicy } from '../retry/retry-policy.js';
 import {
   type ElasticsearchStoreObserver,
   itemRetryReason,
-  requestRetryReason,
   silentObserver,
 } from './elasticsearch-observer.js';
+import { type Attempt, attemptRequest, type RequestContext, ungated } from './elasticsearch-request.js';
+import { bulkOutcome, mgetOutcome } from './elasticsearch-request-outcome.js';
 import type {
   DocumentStore,
   EventDocument,
@@ -24,6 +20,7 @@ import type {
   Origin,
   ProfileDelete,
   ProfileWrite,
+  RequestGate,
 } from './ports.js';
 
 export interface ElasticsearchStoreOptions {
@@ -33,13 +30,14 @@ export interface ElasticsearchStoreOptions {
   readonly retry: RetryPolicy;
   /** Request durations, retries and 409s (the worker's metrics). */
   readonly observer?: ElasticsearchStoreObserver;
+  /**
+   * Admission of every bulk and mget, retries included (the worker's adaptive concurrency
+   * limit and circuit breaker). None: every request goes at once.
+   */
+  readonly gate?: RequestGate;
 }
 
 type BulkItem = { status: number; error?: ElasticsearchItemError; result?: string };
-/** A round's verdict on a request: its answer, or why it must be tried again (`reason`: a bounded label). */
-type Attempt<T> =
-  | { readonly done: true; readonly value: T }
-  | { readonly done: false; readonly why: string; readonly reason: string };
 
 /**
  * Elasticsearch behind the DocumentStore port, with our own per-item retry: only the items
@@ -59,6 +57,7 @@ type Attempt<T> =
  */
 export class ElasticsearchDocumentStore implements DocumentStore {
   private readonly observer: ElasticsearchStoreObserver;
+  private readonly gate: RequestGate;
   /** Per kind of write: one line per state change and a summary a minute, never one per retry. */
   private readonly failures = new Map<string, RepeatedFailureLog>();
 
@@ -68,6 +67,7 @@ export class ElasticsearchDocumentStore implements DocumentStore {
     private readonly log: Logger,
   ) {
     this.observer = options.observer ?? silentObserver;
+    this.gate = options.gate ?? ungated;
   }
 
   async createEvents(events: readonly EventDocument[], signal?: AbortSignal): Promise<EventWrite[]> {
@@ -243,6 +243,10 @@ export class ElasticsearchDocumentStore implements DocumentStore {
     if (!retried) failures.success();
   }
 
+  private context(op: 'bulk' | 'mget', signal: AbortSignal | undefined): RequestContext {
+    return { op, gate: this.gate, observer: this.observer, signal };
+  }
+
   private failureLog(what: string): RepeatedFailureLog {
     let f = this.failures.get(what);
     if (f === undefined) {
@@ -267,8 +271,14 @@ export class ElasticsearchDocumentStore implements DocumentStore {
     docs: { _index: string; _id: string }[],
     signal?: AbortSignal,
   ): Promise<Attempt<(OriginKey | undefined)[]>> {
-    const res = await this.request('mget', () =>
-      this.client.mget<{ origin?: Origin }>({ docs, _source_includes: ['origin'] }, signal ? { signal } : {}),
+    const res = await attemptRequest(
+      this.context('mget', signal),
+      () =>
+        this.client.mget<{ origin?: Origin }>(
+          { docs, _source_includes: ['origin'] },
+          signal ? { signal } : {},
+        ),
+      (answer) => mgetOutcome(answer.docs),
     );
     if (!res.done) return res;
     const owners: (OriginKey | undefined)[] = [];
@@ -294,8 +304,14 @@ export class ElasticsearchDocumentStore implements DocumentStore {
     ids: string[],
     signal?: AbortSignal,
   ): Promise<Attempt<{ doc?: ProfileDocument; seqNo?: number; primaryTerm?: number }[]>> {
-    const res = await this.request('mget', () =>
-      this.client.mget<ProfileDocument>({ index: this.options.profilesIndex, ids }, signal ? { signal } : {}),
+    const res = await attemptRequest(
+      this.context('mget', signal),
+      () =>
+        this.client.mget<ProfileDocument>(
+          { index: this.options.profilesIndex, ids },
+          signal ? { signal } : {},
+        ),
+      (answer) => mgetOutcome(answer.docs),
     );
     if (!res.done) return res;
     const out: { doc?: ProfileDocument; seqNo?: number; primaryTerm?: number }[] = [];
@@ -326,26 +342,12 @@ export class ElasticsearchDocumentStore implements DocumentStore {
     operations: unknown[],
     signal?: AbortSignal,
   ): Promise<Attempt<Record<string, BulkItem>[]>> {
-    const res = await this.request('bulk', () =>
-      this.client.bulk({ operations, refresh: false }, signal ? { signal } : {}),
+    const res = await attemptRequest(
+      this.context('bulk', signal),
+      () => this.client.bulk({ operations, refresh: false }, signal ? { signal } : {}),
+      (answer) => bulkOutcome(answer.items as unknown as Record<string, BulkItem>[]),
     );
     return res.done ? { done: true, value: res.value.items as unknown as Record<string, BulkItem>[] } : res;
-  }
-
-  /** One request; a transient failure (connection, timeout, 429/5xx/401/403/404) is a "not yet". */
-  private async request<T>(op: 'bulk' | 'mget', send: () => Promise<T>): Promise<Attempt<T>> {
-    const started = performance.now();
-    try {
-      const value = await send();
-      this.observer.request(op, (performance.now() - started) / 1000);
-      return { done: true, value };
-    } catch (err) {
-      this.observer.request(op, (performance.now() - started) / 1000);
-      if (classifyError(err) === 'transient') {
-        return { done: false, why: `${op}: ${describeError(err)}`, reason: requestRetryReason(err) };
-      }
-      throw err;
-    }
   }
 }
 
