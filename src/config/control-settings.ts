@@ -27,7 +27,10 @@ export interface AdaptiveConcurrencySettings {
 export interface CircuitBreakerSettings {
   /** The sliding window the failure rate is measured over. */
   readonly windowMs: number;
-  /** Fewer requests than this in the window never open the breaker. */
+  /**
+   * Fewer requests than this in the window never open the breaker on their rate; this many
+   * failures in a row open it whatever the window holds.
+   */
   readonly minRequests: number;
   /** Share of failed requests in the window that opens it, in (0, 1]. */
   readonly failureRate: number;

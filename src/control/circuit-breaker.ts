@@ -61,7 +61,9 @@ interface Waiter {
 
 /**
  * A circuit breaker around one destination: closed → open when the failure rate over a
- * sliding window (with a minimum volume) passes a threshold; open → half-open after
+ * sliding window (with a minimum volume) passes a threshold, or when `minRequests`
+ * requests in a row have failed (a destination that froze answers nothing, so the
+ * successes from before it froze would keep the window's rate low for the whole window); open → half-open after
  * `openMs` (doubling, up to `openMaxMs`, while probes keep failing); half-open lets
  * `probes` requests through and closes when they all succeed, opens again on a failure.
  *
@@ -81,6 +83,9 @@ export class CircuitBreaker {
   private openFor: number;
   private openTimer: TimerHandle | undefined;
   private retryAt: number | undefined;
+  /** Failures in a row since the last success (closed state), none a window after the one before. */
+  private failuresInARow = 0;
+  private lastFailureAt = 0;
   private probesAdmitted = 0;
   private probeSuccesses = 0;
   private readonly waiters: Waiter[] = [];
@@ -208,8 +213,19 @@ export class CircuitBreaker {
   private onResult(ok: boolean): void {
     const bucket = this.bucketFor(this.clock.now());
     bucket.requests++;
-    if (ok) return;
+    if (ok) {
+      this.failuresInARow = 0;
+      return;
+    }
     bucket.failures++;
+    const now = this.clock.now();
+    if (now - this.lastFailureAt > this.settings.windowMs) this.failuresInARow = 0;
+    this.lastFailureAt = now;
+    this.failuresInARow++;
+    if (this.failuresInARow >= this.settings.minRequests) {
+      this.open(`${this.failuresInARow} requests in a row failed`);
+      return;
+    }
     const { requests, failures } = this.window;
     const rate = failures / requests;
     if (requests >= this.settings.minRequests && rate >= this.settings.failureRate) {
@@ -249,6 +265,7 @@ export class CircuitBreaker {
 
   private transition(to: BreakerState, reason: string): void {
     const from = this.current;
+    this.failuresInARow = 0;
     this.current = to;
     this.generation++;
     const change: BreakerChange =
