@@ -27,6 +27,8 @@ export interface BreakerChange {
   readonly reason: string;
   /** When it goes half-open next (ms on the clock), while open. */
   readonly retryAt?: number;
+  /** How long it stays open this time (ms), while open. */
+  readonly openForMs?: number;
 }
 
 /** One admitted request. Call exactly one of these once; later calls are ignored. */
@@ -270,7 +272,7 @@ export class CircuitBreaker {
     this.generation++;
     const change: BreakerChange =
       to === 'open' && this.retryAt !== undefined
-        ? { from, to, reason, retryAt: this.retryAt }
+        ? { from, to, reason, retryAt: this.retryAt, openForMs: this.openFor }
         : { from, to, reason };
     this.onStateChange?.(change);
     this.serveWaiters();

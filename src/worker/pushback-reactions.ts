@@ -22,13 +22,13 @@ export function pushbackReactions({ metrics, log, holds }: PushbackReactionsDeps
   return {
     onConcurrencyLimit: (limit) => metrics.setEsConcurrencyLimit(limit),
 
-    onBreakerChange: ({ from, to, reason, retryAt }) => {
+    onBreakerChange: ({ from, to, reason, openForMs }) => {
       metrics.setBreakerState('elasticsearch', to);
       holds.setBreakerOpen(to === 'open');
       const fields = { target: 'elasticsearch', from, to, reason };
       if (to === 'open')
         log.warn(
-          { ...fields, probeInMs: retryAt === undefined ? undefined : Math.max(0, retryAt - Date.now()) },
+          { ...fields, probeInMs: openForMs },
           `Elasticsearch circuit breaker open (${reason}): intake paused on every partition; requests wait, none is sent`,
         );
       else if (to === 'half-open')

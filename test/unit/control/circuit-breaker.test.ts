@@ -50,7 +50,7 @@ describe('CircuitBreaker', () => {
     run(false); // 3 of 5 = 60%
     expect(b.state).toBe('open');
     expect(changes).toHaveLength(1);
-    expect(changes[0]).toMatchObject({ from: 'closed', to: 'open', retryAt: 1_000 });
+    expect(changes[0]).toMatchObject({ from: 'closed', to: 'open', retryAt: 1_000, openForMs: 1_000 });
     expect(changes[0]!.reason).toMatch(/3 of 5 requests failed in the last 10 s \(60% >= 50%\)/);
     expect(b.tryAdmit()).toBeUndefined();
   });

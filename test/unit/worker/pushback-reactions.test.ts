@@ -39,12 +39,18 @@ describe('push-back reactions in the worker', () => {
   it('an open breaker pauses every assigned partition, with one line and the metric; half-open resumes them', async () => {
     const { hooks, holds, paused, lines, value } = setup();
     holds.assign({ orders: [0, 1], reviews: [0] });
-    hooks.onBreakerChange!({ from: 'closed', to: 'open', reason: '5 requests in a row failed', retryAt: 0 });
+    hooks.onBreakerChange!({
+      from: 'closed',
+      to: 'open',
+      reason: '5 requests in a row failed',
+      openForMs: 5_000,
+    });
     expect(paused()).toEqual(['orders[0]', 'orders[1]', 'reviews[0]']);
     expect(await value('rxingest_breaker_state', { target: 'elasticsearch' })).toBe(2);
     expect(
       await value('rxingest_partition_paused', { topic: 'orders', partition: '1', reason: 'breaker' }),
     ).toBe(1);
+    expect(lines.find((l) => l.to === 'open')?.probeInMs).toBe(5_000);
     expect(lines.filter((l) => l.level === 40).map((l) => l.msg)).toEqual([
       'Elasticsearch circuit breaker open (5 requests in a row failed): intake paused on every partition; requests wait, none is sent',
     ]);
@@ -70,7 +76,7 @@ describe('push-back reactions in the worker', () => {
     expect(await value('rxingest_topic_shed', { topic: 'reviews' })).toBe(1);
     expect(await value('rxingest_topic_shed', { topic: 'orders' })).toBe(0);
 
-    hooks.onBreakerChange!({ from: 'closed', to: 'open', reason: 'x', retryAt: 0 });
+    hooks.onBreakerChange!({ from: 'closed', to: 'open', reason: 'x', openForMs: 1_000 });
     hooks.onShedChange!({ shed: [], resumed: ['reviews'] });
     expect(paused()).toEqual(['orders[0]', 'orders[1]', 'reviews[0]', 'reviews[1]']);
     hooks.onBreakerChange!({ from: 'open', to: 'half-open', reason: 'y' });
