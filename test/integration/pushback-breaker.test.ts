@@ -4,6 +4,7 @@ import { type ExtraEsNode, freePort, startExtraEsNode } from '../support/extra-e
 import { Pipeline } from '../support/pipeline.js';
 import { samples, sampleValue, sumOf } from '../support/prometheus-text.js';
 import { stackEnv, waitFor } from '../support/stack.js';
+import { committedOn, eventsOnly, idsOf, indexedByTopic } from '../support/topic-checks.js';
 import { linesStarting, rssMb, scrape } from '../support/worker-observation.js';
 
 const MESSAGES = 20_000;
@@ -127,5 +128,103 @@ describe('the Elasticsearch circuit breaker in a running worker', () => {
     expect(openLatencyMs, 'breaker open after the freeze (ms)').toBeLessThan(15_000);
     w.child.kill('SIGTERM');
     expect(await w.exited).toBe(0);
+  });
+
+  it('while the breaker is open the low-priority topic is shed; after SIGCONT the high backlog drains before it resumes, nothing lost', async () => {
+    const q = await Pipeline.create('pb-brshed', {
+      partitions: 4,
+      servers: { ...stackEnv, esNode: node.url },
+    });
+    const high = q.names.topic;
+    const low = `${q.names.group}.low`;
+    const control = `${q.names.group}.control`;
+    try {
+      await q.admin.createTopics({ waitForLeaders: true, topics: [{ topic: low, numPartitions: 4 }] });
+      const port = await freePort(9500);
+      const w = q.spawn('w', {
+        INGEST_TOPICS: `${high},${low}`,
+        TOPIC_PRIORITIES: `${high}:high,${low}:low`,
+        CONTROL_TOPIC: control,
+        CONTROL_KEY_PREFIX: `${q.env.REDIS_KEY_PREFIX}control:`,
+        HTTP_PORT: String(port),
+        HTTP_HOST: '127.0.0.1',
+        ES_REQUEST_TIMEOUT_MS: '5000',
+        BREAKER_SLOW_CALL_MS: '2000',
+        BREAKER_OPEN_MS: '2000',
+        BREAKER_OPEN_MAX_MS: '4000',
+        // The low topic comes back only once the high one has no lag left.
+        SHED_LAG_LOW: '0',
+        SHED_MIN_MS: '0',
+        LAG_INTERVAL_MS: '1000',
+      });
+      const highRecords = eventsOnly(93, 6_000, 1_000);
+      const lowRecords = eventsOnly(94, 6_000, 1_000);
+      const producing = Promise.all([q.produce(highRecords, high), q.produce(lowRecords, low)]);
+      await waitFor(
+        'the high topic to be ingested',
+        async () => (await committedOn(q.admin, q.names.group, high)).total >= 1_000,
+        {
+          timeoutMs: 120_000,
+          intervalMs: 100,
+        },
+      );
+
+      node.freeze();
+      const frozenAt = Date.now();
+      const shed = await waitFor(
+        'the low topic to be shed for the breaker',
+        () => linesStarting(w, `shedding topic ${low} (breaker)`)[0],
+        { timeoutMs: 30_000, intervalMs: 100 },
+      );
+      expect(sampleValue(await scrape(port), 'rxingest_topic_shed', { topic: low })).toBe(1);
+      expect(sampleValue(await scrape(port), 'rxingest_topic_shed', { topic: high })).toBe(0);
+      await producing;
+      node.thaw();
+      const thawedAt = Date.now();
+
+      // Poll the high topic's end until the low one resumes: the resume must not come first.
+      let highAtEnd: number | undefined;
+      const resumed = await waitFor(
+        'the low topic to resume',
+        async () => {
+          if (highAtEnd === undefined && (await committedOn(q.admin, q.names.group, high)).atEnd)
+            highAtEnd = Date.now();
+          return linesStarting(w, `topic ${low} no longer shed`)[0];
+        },
+        { timeoutMs: 120_000, intervalMs: 100 },
+      );
+      await waitFor(
+        'the low topic to catch up',
+        async () => (await committedOn(q.admin, q.names.group, low)).atEnd,
+        {
+          timeoutMs: 120_000,
+          intervalMs: 250,
+        },
+      );
+      const lowAtEnd = Date.now();
+      expect(highAtEnd, 'the high topic drained before the low one resumed').toBeDefined();
+      // highAtEnd is polled (100 ms) after the fact; the resume follows a lag sample (1 s) that saw 0.
+      expect(resumed.time).toBeGreaterThanOrEqual(highAtEnd! - 1_000);
+      const indexed = await indexedByTopic(q.es, q.names.events);
+      expect(indexed.get(high)).toEqual(idsOf(highRecords));
+      expect(indexed.get(low)).toEqual(idsOf(lowRecords));
+      process.stdout.write(
+        `[pushback-breaker-shedding] ${JSON.stringify({
+          perTopic: 6_000,
+          shedAfterFreezeMs: shed.time - frozenAt,
+          highDrainedAfterThawMs: highAtEnd! - thawedAt,
+          lowResumedAfterThawMs: resumed.time - thawedAt,
+          lowCaughtUpAfterThawMs: lowAtEnd - thawedAt,
+          indexedHigh: indexed.get(high)?.size,
+          indexedLow: indexed.get(low)?.size,
+        })}\n`,
+      );
+      w.child.kill('SIGTERM');
+      expect(await w.exited).toBe(0);
+    } finally {
+      node.thaw();
+      await q.admin.deleteTopics({ topics: [low, control] }).catch(() => undefined);
+      await q.cleanup();
+    }
   });
 });

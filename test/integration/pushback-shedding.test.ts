@@ -1,11 +1,11 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { planWorkload } from '../../src/generator/workload.js';
 import { freePort } from '../support/extra-es-node.js';
-import { Pipeline, searchAll } from '../support/pipeline.js';
+import { Pipeline } from '../support/pipeline.js';
 import { sampleValue, sumOf } from '../support/prometheus-text.js';
 import { waitFor } from '../support/stack.js';
+import { committedOn, eventsOnly, idsOf, indexedByTopic } from '../support/topic-checks.js';
 import { linesStarting, scrape } from '../support/worker-observation.js';
 
 const run = promisify(execFile);
@@ -28,43 +28,9 @@ afterAll(async () => {
   await p?.cleanup();
 });
 
-/** Events only, no copies or poison: every record is one event document with its origin. */
-const events = (seed: number) =>
-  planWorkload({
-    seed,
-    count: PER_TOPIC,
-    ratePerSec: 2_500,
-    clients: 200,
-    profileShare: 0,
-    duplicateShare: 0,
-    lateDuplicateShare: 0,
-    poisonShare: 0,
-    hostileKeyShare: 0,
-  });
-
-async function committed(topic: string): Promise<{ total: number; atEnd: boolean }> {
-  const [ends, offsets] = await Promise.all([
-    p.admin.fetchTopicOffsets(topic),
-    p.admin.fetchOffsets({ groupId: p.names.group, topics: [topic] }),
-  ]);
-  const c = new Map(offsets[0]!.partitions.map((x) => [x.partition, Number(x.offset)]));
-  return {
-    total: [...c.values()].reduce((a, n) => a + Math.max(0, n), 0),
-    atEnd: ends.every((e) => c.get(e.partition) === Number(e.high)),
-  };
-}
-
-/** Event ids in Elasticsearch, by the topic their origin names. */
-async function indexedByTopic(): Promise<Map<string, Set<string>>> {
-  await p.es.indices.refresh({ index: p.names.events, ignore_unavailable: true });
-  const out = new Map<string, Set<string>>();
-  for (const [id, doc] of await searchAll(p.es, p.names.events)) {
-    const topic = (doc as { origin: { topic: string } }).origin.topic;
-    if (!out.has(topic)) out.set(topic, new Set());
-    out.get(topic)!.add(id);
-  }
-  return out;
-}
+const events = (seed: number) => eventsOnly(seed, PER_TOPIC, 2_500);
+const committed = (topic: string) => committedOn(p.admin, p.names.group, topic);
+const indexed = () => indexedByTopic(p.es, p.names.events);
 
 describe('priority shedding in a running worker', () => {
   it('rxingest shed keeps a topic in Kafka while the other is consumed; after unshed it catches up with nothing lost', async () => {
@@ -77,6 +43,12 @@ describe('priority shedding in a running worker', () => {
       CONTROL_TOPIC: controlTopic,
       CONTROL_KEY_PREFIX: `${p.env.REDIS_KEY_PREFIX}control:`,
       LAG_INTERVAL_MS: '1000',
+      // Every client of this traffic (about 12 msg/s each) counts as hot: the worker's
+      // sampling of its intake is seen end to end (the sketch holds all 200 clients).
+      HOT_CLIENT_ENTER_RATE: '5',
+      HOT_CLIENT_LEAVE_RATE: '1',
+      HOT_CLIENT_INTERVAL_MS: '1000',
+      HOT_CLIENT_SKETCH_SIZE: '512',
     };
     const w = p.spawn('w', { ...env, HTTP_PORT: String(port), HTTP_HOST: '127.0.0.1' });
     await waitFor('the worker to start', () => linesStarting(w, 'worker started').length > 0, {
@@ -105,6 +77,13 @@ describe('priority shedding in a running worker', () => {
       intervalMs: 250,
     });
     const highDrainedMs = Date.now() - highStarted;
+    const hot = await waitFor(
+      'clients of the high topic to enter the hot set',
+      () =>
+        linesStarting(w, `hot clients of ${high} changed`).find((l) => (l.entered as string[]).length > 0),
+      { timeoutMs: 20_000, intervalMs: 250 },
+    );
+    expect(linesStarting(w, `hot clients of ${low} changed`), 'the shed topic is not sampled').toEqual([]);
     // The low topic stays in Kafka: its lag (from the broker, exported for owned partitions) is all of it.
     const lowLag = await waitFor(
       'the low topic’s lag to show',
@@ -115,7 +94,7 @@ describe('priority shedding in a running worker', () => {
       { timeoutMs: 30_000, intervalMs: 500 },
     );
     expect((await committed(low)).total, 'low topic committed while shed').toBe(0);
-    const whileShed = await indexedByTopic();
+    const whileShed = await indexed();
     expect(whileShed.get(high)?.size).toBe(PER_TOPIC);
     expect(whileShed.get(low)?.size ?? 0, 'low-topic events indexed while shed').toBe(0);
 
@@ -134,10 +113,9 @@ describe('priority shedding in a running worker', () => {
       intervalMs: 250,
     });
     const caughtUpMs = Date.now() - unshedAt;
-    const after = await indexedByTopic();
-    const ids = (rs: typeof highRecords) => new Set(rs.map((r) => r.id!));
-    expect(after.get(high)).toEqual(ids(highRecords));
-    expect(after.get(low)).toEqual(ids(lowRecords));
+    const after = await indexed();
+    expect(after.get(high)).toEqual(idsOf(highRecords));
+    expect(after.get(low)).toEqual(idsOf(lowRecords));
     expect(sampleValue(await scrape(port), 'rxingest_topic_shed', { topic: low })).toBe(0);
     process.stdout.write(
       `[pushback-shedding] ${JSON.stringify({
@@ -148,6 +126,7 @@ describe('priority shedding in a running worker', () => {
         lowCaughtUpAfterUnshedMs: caughtUpMs,
         indexedHigh: after.get(high)?.size,
         indexedLow: after.get(low)?.size,
+        hotClientsSeen: (hot.entered as string[]).length,
       })}\n`,
     );
     w.child.kill('SIGTERM');
