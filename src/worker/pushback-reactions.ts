@@ -18,6 +18,7 @@ export interface PushbackReactionsDeps {
  */
 export function pushbackReactions({ metrics, log, holds }: PushbackReactionsDeps): PushbackHooks {
   const hotByTopic = new Map<string, number>();
+  const limited = new Set<string>();
   const errors = new Map<string, RepeatedFailureLog>();
   return {
     onConcurrencyLimit: (limit) => metrics.setEsConcurrencyLimit(limit),
@@ -65,13 +66,20 @@ export function pushbackReactions({ metrics, log, holds }: PushbackReactionsDeps
             metrics.lag.set({ topic, partition: String(p.partition) }, p.lag);
     },
 
-    onProducerLimit: (topic, ratePerSec, state) =>
-      log.info(
-        { topic, ratePerSec, lag: state.lag },
-        ratePerSec === undefined
-          ? `producer limit on ${topic} lifted`
-          : `producers of ${topic} limited to ${Math.round(ratePerSec)} messages/s (lag ${state.lag})`,
-      ),
+    // One line when a topic's producers are first limited and one when the limit is lifted;
+    // the limit follows the drain rate every interval in between (debug).
+    onProducerLimit: (topic, ratePerSec, state) => {
+      const fields = { topic, ratePerSec, lag: state.lag };
+      if (ratePerSec === undefined) {
+        limited.delete(topic);
+        log.info(fields, `producer limit on ${topic} lifted (lag ${state.lag})`);
+        return;
+      }
+      const rate = Math.round(ratePerSec);
+      if (limited.has(topic)) log.debug(fields, `producer limit on ${topic} now ${rate} messages/s`);
+      else log.info(fields, `producers of ${topic} limited to ${rate} messages/s (lag ${state.lag})`);
+      limited.add(topic);
+    },
 
     onHotClients: (topic, hot, entered, left) => {
       hotByTopic.set(topic, hot.size);

@@ -105,6 +105,18 @@ describe('push-back reactions in the worker', () => {
     expect(await value('rxingest_hot_clients')).toBe(1);
   });
 
+  it('logs a producer limit when it is first published and when it is lifted, not at every change', () => {
+    const { hooks, lines } = setup();
+    const state = (lag: number) => ({ atMs: 0, end: 0, committed: 0, lag }) as never;
+    hooks.onProducerLimit!('orders', 900, state(8_000));
+    hooks.onProducerLimit!('orders', 1_100, state(7_000));
+    hooks.onProducerLimit!('orders', undefined, state(500));
+    expect(lines.filter((l) => l.topic === 'orders').map((l) => l.msg)).toEqual([
+      'producers of orders limited to 900 messages/s (lag 8000)',
+      'producer limit on orders lifted (lag 500)',
+    ]);
+  });
+
   it('the concurrency limit is the gauge', async () => {
     const { hooks, value } = setup();
     hooks.onConcurrencyLimit!(7);
