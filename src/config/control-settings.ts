@@ -1,6 +1,4 @@
 import { z } from 'zod';
-import type { AdaptiveConcurrencySettings } from '../control/adaptive-concurrency.js';
-import type { CircuitBreakerSettings } from '../control/circuit-breaker.js';
 
 /**
  * The push-back settings (adaptive concurrency, breaker, shedding, producer limits, hot
@@ -9,6 +7,46 @@ import type { CircuitBreakerSettings } from '../control/circuit-breaker.js';
  */
 
 export type TopicPriority = 'high' | 'low';
+
+/** The adaptive concurrency limit of Elasticsearch requests (AIMD), ES_CONCURRENCY_*. */
+export interface AdaptiveConcurrencySettings {
+  /** The limit at start. */
+  readonly initial: number;
+  /** Bounds of the limit. `min === max` gives a fixed limit (for sweeps and comparisons). */
+  readonly min: number;
+  readonly max: number;
+  /** Multiplicative decrease on backpressure, in (0, 1). Vector: 0.9. */
+  readonly decreaseRatio: number;
+  /** A cycle whose mean RTT reaches `past mean + rttDeviationScale × σ` counts as backpressure. Vector: 2.5. */
+  readonly rttDeviationScale: number;
+  /** Weight of the newest cycle in the RTT moving mean and deviation, in (0, 1]. Vector: 0.4. */
+  readonly ewmaAlpha: number;
+}
+
+/** The circuit breaker around Elasticsearch, BREAKER_*. */
+export interface CircuitBreakerSettings {
+  /** The sliding window the failure rate is measured over. */
+  readonly windowMs: number;
+  /**
+   * Fewer requests than this in the window never open the breaker on their rate; this many
+   * failures in a row open it whatever the window holds.
+   */
+  readonly minRequests: number;
+  /** Share of failed requests in the window that opens it, in (0, 1]. */
+  readonly failureRate: number;
+  /**
+   * A request still unanswered after this long counts as failed at that moment (0: off).
+   * A frozen destination answers nothing, not even a timeout, for as long as the request
+   * timeout: this is what opens the breaker within seconds anyway.
+   */
+  readonly slowCallMs: number;
+  /** How long it stays open before probing; doubles each time a probe fails. */
+  readonly openMs: number;
+  /** The most it stays open at a time. */
+  readonly openMaxMs: number;
+  /** Requests let through while half-open; all must succeed to close. */
+  readonly probes: number;
+}
 
 export interface ControlSettings {
   readonly concurrency: AdaptiveConcurrencySettings;

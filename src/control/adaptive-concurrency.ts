@@ -1,18 +1,5 @@
+import type { AdaptiveConcurrencySettings } from '../config/control-settings.js';
 import { abortReason, type Clock, systemClock } from './clock.js';
-
-export interface AdaptiveConcurrencySettings {
-  /** The limit at start. */
-  readonly initial: number;
-  /** Bounds of the limit. `min === max` gives a fixed limit (for sweeps and comparisons). */
-  readonly min: number;
-  readonly max: number;
-  /** Multiplicative decrease on backpressure, in (0, 1). Vector: 0.9. */
-  readonly decreaseRatio: number;
-  /** A cycle whose mean RTT reaches `past mean + rttDeviationScale × σ` counts as backpressure. Vector: 2.5. */
-  readonly rttDeviationScale: number;
-  /** Weight of the newest cycle in the RTT moving mean and deviation, in (0, 1]. Vector: 0.4. */
-  readonly ewmaAlpha: number;
-}
 
 export const DEFAULT_ADAPTIVE_CONCURRENCY: AdaptiveConcurrencySettings = {
   initial: 4,

@@ -1,3 +1,4 @@
+import type { CircuitBreakerSettings } from '../config/control-settings.js';
 import { abortReason, type Clock, systemClock, type TimerHandle } from './clock.js';
 
 export type BreakerState = 'closed' | 'open' | 'half-open';
@@ -8,27 +9,6 @@ export const BREAKER_STATE_VALUE: Readonly<Record<BreakerState, number>> = {
   'half-open': 1,
   open: 2,
 };
-
-export interface CircuitBreakerSettings {
-  /** The sliding window the failure rate is measured over. */
-  readonly windowMs: number;
-  /** Fewer requests than this in the window never open the breaker. */
-  readonly minRequests: number;
-  /** Share of failed requests in the window that opens it, in (0, 1]. */
-  readonly failureRate: number;
-  /**
-   * A request still unanswered after this long counts as failed at that moment (0: off).
-   * A frozen destination answers nothing, not even a timeout, for as long as the request
-   * timeout: this is what opens the breaker within seconds anyway.
-   */
-  readonly slowCallMs: number;
-  /** How long it stays open before probing; doubles each time a probe fails. */
-  readonly openMs: number;
-  /** The most it stays open at a time. */
-  readonly openMaxMs: number;
-  /** Requests let through while half-open; all must succeed to close. */
-  readonly probes: number;
-}
 
 export const DEFAULT_CIRCUIT_BREAKER: CircuitBreakerSettings = {
   windowMs: 30_000,
@@ -47,6 +27,8 @@ export interface BreakerChange {
   readonly reason: string;
   /** When it goes half-open next (ms on the clock), while open. */
   readonly retryAt?: number;
+  /** How long it stays open this time (ms), while open. */
+  readonly openForMs?: number;
 }
 
 /** One admitted request. Call exactly one of these once; later calls are ignored. */
@@ -81,7 +63,9 @@ interface Waiter {
 
 /**
  * A circuit breaker around one destination: closed → open when the failure rate over a
- * sliding window (with a minimum volume) passes a threshold; open → half-open after
+ * sliding window (with a minimum volume) passes a threshold, or when `minRequests`
+ * requests in a row have failed (a destination that froze answers nothing, so the
+ * successes from before it froze would keep the window's rate low for the whole window); open → half-open after
  * `openMs` (doubling, up to `openMaxMs`, while probes keep failing); half-open lets
  * `probes` requests through and closes when they all succeed, opens again on a failure.
  *
@@ -101,6 +85,9 @@ export class CircuitBreaker {
   private openFor: number;
   private openTimer: TimerHandle | undefined;
   private retryAt: number | undefined;
+  /** Failures in a row since the last success (closed state), none a window after the one before. */
+  private failuresInARow = 0;
+  private lastFailureAt = 0;
   private probesAdmitted = 0;
   private probeSuccesses = 0;
   private readonly waiters: Waiter[] = [];
@@ -228,8 +215,19 @@ export class CircuitBreaker {
   private onResult(ok: boolean): void {
     const bucket = this.bucketFor(this.clock.now());
     bucket.requests++;
-    if (ok) return;
+    if (ok) {
+      this.failuresInARow = 0;
+      return;
+    }
     bucket.failures++;
+    const now = this.clock.now();
+    if (now - this.lastFailureAt > this.settings.windowMs) this.failuresInARow = 0;
+    this.lastFailureAt = now;
+    this.failuresInARow++;
+    if (this.failuresInARow >= this.settings.minRequests) {
+      this.open(`${this.failuresInARow} requests in a row failed`);
+      return;
+    }
     const { requests, failures } = this.window;
     const rate = failures / requests;
     if (requests >= this.settings.minRequests && rate >= this.settings.failureRate) {
@@ -269,11 +267,12 @@ export class CircuitBreaker {
 
   private transition(to: BreakerState, reason: string): void {
     const from = this.current;
+    this.failuresInARow = 0;
     this.current = to;
     this.generation++;
     const change: BreakerChange =
       to === 'open' && this.retryAt !== undefined
-        ? { from, to, reason, retryAt: this.retryAt }
+        ? { from, to, reason, retryAt: this.retryAt, openForMs: this.openFor }
         : { from, to, reason };
     this.onStateChange?.(change);
     this.serveWaiters();

@@ -57,7 +57,7 @@ export interface WorkerPushbackOptions {
 /**
  * Every push-back mechanism of one worker, built from the configuration, behind the few
  * calls the worker makes: `gate` for the Elasticsearch store, `observeClient` from the
- * graph, `start`/`stop`, and the hooks above for what to do about each event.
+ * partition runners' input, `start`/`stop`, and the hooks above for what to do about each event.
  */
 export class WorkerPushback {
   readonly limiter: AdaptiveConcurrencyLimiter;
@@ -133,7 +133,7 @@ export class WorkerPushback {
     }
   }
 
-  /** Counts one message of a client (from the graph, after parsing); bounded memory. */
+  /** Counts one message of a client (from a partition runner's input, by record key); bounded memory. */
   observeClient(topic: string, clientId: string): void {
     this.hotSampler?.observe(topic, clientId);
   }

@@ -2,22 +2,20 @@ import type { Client } from '@elastic/elasticsearch';
 import type { Logger } from 'pino';
 import { RepeatedFailureLog } from '../log/repeated-failure-log.js';
 import { eventsIndexFor, isDatePattern } from '../model/event-index.js';
-import {
-  classifyError,
-  classifyItemError,
-  describeError,
-  type ElasticsearchItemError,
-} from '../model/failures.js';
+import { classifyItemError, type ElasticsearchItemError } from '../model/failures.js';
 import type { OriginKey } from '../model/message.js';
 import { applyUpdate, type MergedUpdate, type ProfileDocument } from '../model/profile-merge.js';
 import type { RetryPolicy } from '../retry/retry-policy.js';
+import { type BulkAnswer, type BulkItem, BulkRequests } from './elasticsearch-bulk.js';
 import type { IndexEpochs } from './elasticsearch-index-epochs.js';
 import {
   type ElasticsearchStoreObserver,
   itemRetryReason,
-  requestRetryReason,
   silentObserver,
 } from './elasticsearch-observer.js';
+import { type Attempt, attemptRequest, type RequestContext, ungated } from './elasticsearch-request.js';
+import { mgetOutcome } from './elasticsearch-request-outcome.js';
+import { StoredProfiles } from './elasticsearch-stored-profiles.js';
 import type {
   DocumentStore,
   EventDocument,
@@ -25,6 +23,7 @@ import type {
   Origin,
   ProfileDelete,
   ProfileWrite,
+  RequestGate,
 } from './ports.js';
 import type { RecentProfiles } from './recent-profiles.js';
 
@@ -36,25 +35,17 @@ export interface ElasticsearchStoreOptions {
   /** Request durations, retries and 409s (the worker's metrics). */
   readonly observer?: ElasticsearchStoreObserver;
   /**
+   * Admission of every bulk and mget, retries included (the worker's adaptive concurrency
+   * limit and circuit breaker). None: every request goes at once.
+   */
+  readonly gate?: RequestGate;
+  /**
    * Profiles written or read lately, so that their next update skips the `mget`; entries
    * belong to the incarnation of the profiles index that `epochs` names. Absent: every
    * update reads first.
    */
   readonly recentProfiles?: { readonly cache: RecentProfiles; readonly epochs: IndexEpochs };
 }
-
-type BulkItem = {
-  status: number;
-  error?: ElasticsearchItemError;
-  result?: string;
-  _seq_no?: number;
-  _primary_term?: number;
-};
-type StoredProfile = { doc?: ProfileDocument; seqNo?: number; primaryTerm?: number };
-/** A round's verdict on a request: its answer, or why it must be tried again (`reason`: a bounded label). */
-type Attempt<T> =
-  | { readonly done: true; readonly value: T }
-  | { readonly done: false; readonly why: string; readonly reason: string; readonly cause?: unknown };
 
 /**
  * Elasticsearch behind the DocumentStore port, with our own per-item retry: only the items
@@ -74,12 +65,11 @@ type Attempt<T> =
  */
 export class ElasticsearchDocumentStore implements DocumentStore {
   private readonly observer: ElasticsearchStoreObserver;
+  private readonly gate: RequestGate;
   /** Per kind of write: one line per state change and a summary a minute, never one per retry. */
   private readonly failures = new Map<string, RepeatedFailureLog>();
-  private readonly recent: ElasticsearchStoreOptions['recentProfiles'];
-  /** Most items per `_bulk` request, learned from size refusals (see `bulk`). */
-  private bulkCap = Infinity;
-  private bulkCapSuccesses = 0;
+  private readonly profiles: StoredProfiles;
+  private readonly bulks: BulkRequests;
 
   constructor(
     private readonly client: Client,
@@ -87,7 +77,11 @@ export class ElasticsearchDocumentStore implements DocumentStore {
     private readonly log: Logger,
   ) {
     this.observer = options.observer ?? silentObserver;
-    this.recent = options.recentProfiles;
+    this.gate = options.gate ?? ungated;
+    this.profiles = new StoredProfiles(client, options.profilesIndex, options.recentProfiles, (signal) =>
+      this.context('mget', signal),
+    );
+    this.bulks = new BulkRequests(client, log);
   }
 
   async createEvents(events: readonly EventDocument[], signal?: AbortSignal): Promise<EventWrite[]> {
@@ -150,7 +144,7 @@ export class ElasticsearchDocumentStore implements DocumentStore {
   async mergeProfiles(updates: readonly MergedUpdate[], signal?: AbortSignal): Promise<ProfileWrite[]> {
     const results: (ProfileWrite | undefined)[] = new Array(updates.length);
     await this.untilDone(updates.length, 'profile', signal, async (pending) => {
-      const current = await this.currentProfiles(
+      const current = await this.profiles.current(
         pending.map((i) => updates[i]!),
         signal,
       );
@@ -179,7 +173,7 @@ export class ElasticsearchDocumentStore implements DocumentStore {
       if (writes.length === 0) return { retry: [], why: '', reason: '' };
       const bulk = await this.bulk(operations, signal);
       if (!bulk.done) {
-        for (const i of writes) this.recent?.cache.forget(updates[i]!.clientId);
+        for (const i of writes) this.profiles.forget(updates[i]!.clientId);
         return { retry: writes, why: bulk.why, reason: bulk.reason };
       }
       const retry: number[] = [];
@@ -193,10 +187,10 @@ export class ElasticsearchDocumentStore implements DocumentStore {
         if (r === undefined) throw new Error(`bulk answered without a result for profile ${clientId}`);
         if (r.status === 200 || r.status === 201) {
           results[i] = { status: 'applied' };
-          this.remember(epoch, clientId, written[k]!, r);
+          this.profiles.remember(epoch, clientId, written[k]!, r);
           return;
         }
-        this.recent?.cache.forget(clientId);
+        this.profiles.forget(clientId);
         if (r.status === 409) {
           conflicts++;
           retry.push(i);
@@ -213,57 +207,9 @@ export class ElasticsearchDocumentStore implements DocumentStore {
     return results as ProfileWrite[];
   }
 
-  /**
-   * What is stored for each update's client: from the recent profiles when the update
-   * changes what the entry holds (a write with its sequence number then settles it),
-   * from one `mget` for the rest. An entry that says "nothing new" is not believed: the
-   * read decides, so a stale entry can never make an update look stale.
-   */
-  private async currentProfiles(
-    updates: readonly MergedUpdate[],
-    signal?: AbortSignal,
-  ): Promise<Attempt<{ stored: StoredProfile[]; epoch: string | undefined }>> {
-    const epoch = this.recent ? await this.recent.epochs.of(this.options.profilesIndex) : undefined;
-    const stored: (StoredProfile | undefined)[] = new Array(updates.length);
-    const unread: number[] = [];
-    updates.forEach((u, k) => {
-      const hit = epoch === undefined ? undefined : this.recent!.cache.get(epoch, u.clientId);
-      if (hit !== undefined && applyUpdate(hit.doc, u).changed) stored[k] = hit;
-      else unread.push(k);
-    });
-    if (unread.length > 0) {
-      const read = await this.readProfiles(
-        unread.map((k) => updates[k]!.clientId),
-        signal,
-      );
-      if (!read.done) return read;
-      unread.forEach((k, n) => {
-        const found = read.value[n]!;
-        stored[k] = found;
-        if (found.doc !== undefined)
-          this.remember(epoch, updates[k]!.clientId, found.doc, {
-            _seq_no: found.seqNo,
-            _primary_term: found.primaryTerm,
-          });
-      });
-    }
-    return { done: true, value: { stored: stored as StoredProfile[], epoch } };
-  }
-
-  private remember(
-    epoch: string | undefined,
-    clientId: string,
-    doc: ProfileDocument,
-    at: { _seq_no?: number; _primary_term?: number },
-  ): void {
-    if (this.recent === undefined || epoch === undefined) return;
-    if (at._seq_no === undefined || at._primary_term === undefined) return;
-    this.recent.cache.set(epoch, clientId, { doc, seqNo: at._seq_no, primaryTerm: at._primary_term });
-  }
-
   async deleteProfiles(clientIds: readonly string[], signal?: AbortSignal): Promise<ProfileDelete[]> {
     const results: (ProfileDelete | undefined)[] = new Array(clientIds.length);
-    for (const clientId of clientIds) this.recent?.cache.forget(clientId);
+    for (const clientId of clientIds) this.profiles.forget(clientId);
     await this.untilDone(clientIds.length, 'profile delete', signal, async (pending) => {
       const operations = pending.map((i) => ({
         delete: { _index: this.options.profilesIndex, _id: clientIds[i]! },
@@ -323,6 +269,10 @@ export class ElasticsearchDocumentStore implements DocumentStore {
     if (!retried) failures.success();
   }
 
+  private context(op: 'bulk' | 'mget', signal: AbortSignal | undefined): RequestContext {
+    return { op, gate: this.gate, observer: this.observer, signal };
+  }
+
   private failureLog(what: string): RepeatedFailureLog {
     let f = this.failures.get(what);
     if (f === undefined) {
@@ -347,8 +297,14 @@ export class ElasticsearchDocumentStore implements DocumentStore {
     docs: { _index: string; _id: string }[],
     signal?: AbortSignal,
   ): Promise<Attempt<(OriginKey | undefined)[]>> {
-    const res = await this.request('mget', () =>
-      this.client.mget<{ origin?: Origin }>({ docs, _source_includes: ['origin'] }, signal ? { signal } : {}),
+    const res = await attemptRequest(
+      this.context('mget', signal),
+      () =>
+        this.client.mget<{ origin?: Origin }>(
+          { docs, _source_includes: ['origin'] },
+          signal ? { signal } : {},
+        ),
+      (answer) => mgetOutcome(answer.docs),
     );
     if (!res.done) return res;
     const owners: (OriginKey | undefined)[] = [];
@@ -370,115 +326,12 @@ export class ElasticsearchDocumentStore implements DocumentStore {
     return { done: true, value: owners };
   }
 
-  private async readProfiles(ids: string[], signal?: AbortSignal): Promise<Attempt<StoredProfile[]>> {
-    const res = await this.request('mget', () =>
-      this.client.mget<ProfileDocument>({ index: this.options.profilesIndex, ids }, signal ? { signal } : {}),
-    );
-    if (!res.done) return res;
-    const out: StoredProfile[] = [];
-    for (const d of res.value.docs) {
-      // A per-document error (an unavailable shard, a missing index) is the destination's.
-      if ('error' in d && d.error)
-        return {
-          done: false,
-          why: `mget: ${d.error.type ?? 'error'}: ${d.error.reason ?? ''}`,
-          reason: 'mget-doc-error',
-        };
-      const found = d as {
-        found: boolean;
-        _source?: ProfileDocument;
-        _seq_no?: number;
-        _primary_term?: number;
-      };
-      out.push(
-        found.found && found._source
-          ? { doc: found._source, seqNo: found._seq_no!, primaryTerm: found._primary_term! }
-          : {},
-      );
-    }
-    return { done: true, value: out };
-  }
-
-  /**
-   * The items (`linesPerItem` lines each) in `_bulk` requests of at most `bulkCap` items.
-   * A request refused for its size — whole (429 from the indexing-pressure limit, 413 above
-   * `http.max_content_length`) or item by item (every item 429 inside a 200: the primary's
-   * share of the same limit) — halves the cap, and its items come back as item-level 429s,
-   * retried with backoff in smaller requests. Without this a batch larger than the cluster
-   * takes at once would be sent again, and refused, forever. The cap doubles again after
-   * a run of requests that went through whole.
-   */
-  private async bulk(
+  private bulk(
     operations: unknown[],
     signal?: AbortSignal,
     linesPerItem = 2,
-  ): Promise<Attempt<Record<string, BulkItem>[]>> {
-    const items = operations.length / linesPerItem;
-    const cap = this.bulkCap; // parts may change it: slice by the cap this call started with
-    if (items > cap) {
-      const answers: Record<string, BulkItem>[] = [];
-      for (let k = 0; k < items; k += cap) {
-        const part = await this.bulk(
-          operations.slice(k * linesPerItem, (k + cap) * linesPerItem),
-          signal,
-          linesPerItem,
-        );
-        if (!part.done) return part;
-        for (const a of part.value) answers.push(a);
-      }
-      return { done: true, value: answers };
-    }
-    const res = await this.request('bulk', () =>
-      this.client.bulk({ operations, refresh: false }, signal ? { signal } : {}),
-    );
-    if (!res.done) {
-      const status = (res.cause as { meta?: { statusCode?: number } } | undefined)?.meta?.statusCode;
-      if (status !== 429 && status !== 413) return res;
-      this.shrinkBulkCap(items);
-      const refused: Record<string, BulkItem>[] = [];
-      for (let k = 0; k < items; k++)
-        refused.push(refusedWhole(operations[k * linesPerItem], status, res.why));
-      return { done: true, value: refused };
-    }
-    const answers = res.value.items as unknown as Record<string, BulkItem>[];
-    const rejected = answers.filter((a) => firstResult(a)?.status === 429).length;
-    if (rejected === items) this.shrinkBulkCap(items);
-    else if (rejected === 0 && items >= this.bulkCap && ++this.bulkCapSuccesses >= BULK_CAP_GROWTH_AFTER) {
-      this.bulkCap = this.bulkCap * 2 >= BULK_CAP_UNBOUNDED ? Infinity : this.bulkCap * 2;
-      this.bulkCapSuccesses = 0;
-    }
-    return { done: true, value: answers };
-  }
-
-  private shrinkBulkCap(items: number): void {
-    this.bulkCapSuccesses = 0;
-    if (items <= 1) return;
-    const cap = Math.ceil(Math.min(items, this.bulkCap) / 2);
-    if (cap < this.bulkCap) {
-      this.bulkCap = cap;
-      this.log.debug({ itemsPerRequest: cap }, 'Elasticsearch refused a bulk for its size; smaller requests');
-    }
-  }
-
-  /** One request; a transient failure (connection, timeout, 429/5xx/401/403/404) is a "not yet". */
-  private async request<T>(op: 'bulk' | 'mget', send: () => Promise<T>): Promise<Attempt<T>> {
-    const started = performance.now();
-    try {
-      const value = await send();
-      this.observer.request(op, (performance.now() - started) / 1000);
-      return { done: true, value };
-    } catch (err) {
-      this.observer.request(op, (performance.now() - started) / 1000);
-      if (classifyError(err) === 'transient') {
-        return {
-          done: false,
-          why: `${op}: ${describeError(err)}`,
-          reason: requestRetryReason(err),
-          cause: err,
-        };
-      }
-      throw err;
-    }
+  ): Promise<Attempt<BulkAnswer[]>> {
+    return this.bulks.send(this.context('bulk', signal), operations, linesPerItem);
   }
 }
 
@@ -489,27 +342,6 @@ interface Round {
   readonly reason: string;
   /** Lost races only: read again at once, no backoff. */
   readonly immediate?: boolean;
-}
-
-/** Requests that go through whole, at the cap, before it doubles. */
-const BULK_CAP_GROWTH_AFTER = 8;
-/** A cap this high is no cap. */
-const BULK_CAP_UNBOUNDED = 100_000;
-
-function firstResult(answer: Record<string, BulkItem>): BulkItem | undefined {
-  for (const k in answer) return answer[k];
-  return undefined;
-}
-
-/** The answer of an item whose request was refused whole: a retriable item-level refusal. */
-function refusedWhole(action: unknown, status: number, why: string): Record<string, BulkItem> {
-  const [op] = Object.keys(action as object);
-  return {
-    [op ?? 'index']: {
-      status: 429,
-      error: { type: 'es_rejected_execution_exception', reason: `refused whole (${status}): ${why}` },
-    },
-  };
 }
 
 function itemReason(r: BulkItem): string {

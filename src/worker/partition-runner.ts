@@ -27,7 +27,15 @@ export interface PartitionRunnerDeps {
   readonly pauses: PartitionPauses;
   readonly metrics: WorkerMetrics;
   readonly log: Logger;
+  /**
+   * Counts one message of a client, by its record key (hot-client sampling). The key is
+   * what the producer library's partitioner spreads by, so it is what the rates are of.
+   */
+  readonly observeClient?: (topic: string, clientId: string) => void;
 }
+
+/** Elasticsearch's `_id` limit: a longer key is no client id anybody can spread by. */
+const MAX_CLIENT_KEY_BYTES = 512;
 
 /** How a runner ended: drained (revoked or stopping), or failed (lost, commit failed, a bug). */
 export type RunnerEnd = { readonly drained: true } | { readonly drained: false; readonly error: unknown };
@@ -164,12 +172,15 @@ export class PartitionRunner {
   /** Hands a kafkajs batch to the graph. Returns false if the batch was not taken (not started, or over). */
   push(messages: readonly KafkaMessage[], lastOffset: string, highWatermark: string): boolean {
     if (!this.accepting) return false;
+    const observe = this.deps.observeClient;
     for (const m of messages) {
       // After a rebalance that kept this partition, kafkajs fetches again from the committed
       // offset: what is already in the graph must not enter twice.
       if (this.lastOffset !== undefined && !greater(m.offset, this.lastOffset)) continue;
       this.lastOffset = m.offset;
       this.counts.in++;
+      if (observe !== undefined && m.key !== null && m.key.length > 0 && m.key.length <= MAX_CLIENT_KEY_BYTES)
+        observe(this.topic, m.key.toString('utf8'));
       this.input.next({
         topic: this.topic,
         partition: this.partition,

@@ -4,6 +4,7 @@ import { checkElasticsearch, createElasticsearch } from '../clients/elasticsearc
 import { checkKafka, createKafka } from '../clients/kafka.js';
 import { createRedis, probeRedis } from '../clients/redis.js';
 import type { Config } from '../config/config.js';
+import { WorkerPushback } from '../control/worker-pushback.js';
 import { type HttpServerHandle, startHttpServer } from '../http/http-server.js';
 import { Readiness } from '../http/readiness.js';
 import { assertKafkajsReadCommitted } from '../kafkajs-patch/read-committed.js';
@@ -24,6 +25,8 @@ import { ensureTopics } from './kafka-setup.js';
 import { PartitionPauses } from './partition-pauses.js';
 import { PartitionRegistry } from './partition-registry.js';
 import { PartitionRunner } from './partition-runner.js';
+import { PushbackHolds } from './pushback-holds.js';
+import { pushbackReactions } from './pushback-reactions.js';
 
 export interface WorkerOptions {
   readonly config: Config;
@@ -112,11 +115,34 @@ export async function startWorker({
     log.child({ component: 'redis' }),
   );
 
+  const pauses = new PartitionPauses(
+    consumer,
+    {
+      paused: (topic, partition, reason, on) =>
+        metrics.paused.set({ topic, partition: String(partition), reason }, on ? 1 : 0),
+    },
+    log,
+  );
+  // Push-back: the store's gate (adaptive concurrency, breaker), shedding, lag, hot clients.
+  const holds = new PushbackHolds(pauses);
+  const pushbackLog = log.child({ component: 'pushback' });
+  const pushback = new WorkerPushback({
+    settings: config.control,
+    group: config.kafka.groupId,
+    topics: config.kafka.topics,
+    kafka,
+    admin,
+    redis,
+    hooks: pushbackReactions({ metrics, log: pushbackLog, holds }),
+  });
+
   let health: HealthFeed | undefined;
+  let pushbackStarted = false;
   const closeClients = async () => {
     redisHealth.stop();
     health?.stop();
     poolMonitor.stop();
+    if (pushbackStarted) await pushback.stop();
     await Promise.allSettled([consumer.disconnect(), admin.disconnect(), es.close()]);
     redis.disconnect();
     await http?.close();
@@ -161,6 +187,7 @@ export async function startWorker({
         eventsIndex: config.elasticsearch.eventsIndex,
         retry,
         observer: metrics.elasticsearchObserver(),
+        gate: pushback.gate,
         ...(config.elasticsearch.profileCacheSize > 0
           ? { recentProfiles: { cache: new RecentProfiles(config.elasticsearch.profileCacheSize), epochs } }
           : {}),
@@ -180,14 +207,6 @@ export async function startWorker({
   });
   stopped.catch(() => undefined);
 
-  const pauses = new PartitionPauses(
-    consumer,
-    {
-      paused: (topic, partition, reason, on) =>
-        metrics.paused.set({ topic, partition: String(partition), reason }, on ? 1 : 0),
-    },
-    log,
-  );
   const ledger = new ProgressLedger(kafka, admin, config.kafka.progressTopic, log);
   const fail = (err: unknown) => {
     if (stopping) return;
@@ -212,6 +231,7 @@ export async function startWorker({
         pauses,
         metrics,
         log,
+        observeClient: (t, clientId) => pushback.observeClient(t, clientId),
       }),
     pauses,
     retry,
@@ -228,6 +248,7 @@ export async function startWorker({
   consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
     pauses.reapply();
     registry.assign(payload.memberAssignment);
+    holds.assign(payload.memberAssignment);
   });
   // A fetch that brought only transaction markers or aborted records never reaches
   // eachBatch; its end still moves the partition's position.
@@ -239,6 +260,11 @@ export async function startWorker({
     if (!payload.restart) fail(payload.error);
     else log.warn({ err: String(payload.error) }, 'Kafka consumer crashed; kafkajs restarts it');
   });
+
+  // Before the first fetch: the operators' shed decisions are read first, so that a shed
+  // topic is not consumed for a moment at start.
+  await pushback.start();
+  pushbackStarted = true;
 
   await consumer.run({
     autoCommit: false,

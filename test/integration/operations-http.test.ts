@@ -199,7 +199,10 @@ describe('the HTTP server of a running worker', () => {
     expect(samples(during, 'rxingest_partition_paused', { reason: 'starting' })).toHaveLength(4);
     expect(sampleValue(last, 'rxingest_es_pool_connections')).toBeGreaterThan(0);
     expect(sampleValue(last, 'rxingest_redis_up')).toBe(1);
-    expect(sampleValue(last, 'rxingest_es_concurrency_limit')).toBe(256);
+    // The adaptive limit (ES_CONCURRENCY_INITIAL 4, between MIN 1 and MAX 32), not the pool size.
+    const limit = sampleValue(last, 'rxingest_es_concurrency_limit')!;
+    expect(limit).toBeGreaterThanOrEqual(1);
+    expect(limit).toBeLessThanOrEqual(32);
     expect(sampleValue(last, 'rxingest_nodejs_eventloop_lag_seconds')).toBeGreaterThanOrEqual(0);
     expect(last.samples.some((s) => /client|^id$/i.test(Object.keys(s.labels).join(',')))).toBe(false);
   });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import type { AdaptiveConcurrencySettings } from '../../../src/config/control-settings.js';
 import {
   AdaptiveConcurrencyLimiter,
-  type AdaptiveConcurrencySettings,
   type ConcurrencyPermit,
 } from '../../../src/control/adaptive-concurrency.js';
 import { ManualClock, settle } from '../../support/manual-clock.js';

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import type { CircuitBreakerSettings } from '../../../src/config/control-settings.js';
 import {
   type BreakerChange,
   BreakerDisposedError,
   type BreakerTicket,
   CircuitBreaker,
-  type CircuitBreakerSettings,
 } from '../../../src/control/circuit-breaker.js';
 import { ManualClock, settle } from '../../support/manual-clock.js';
 
@@ -50,7 +50,7 @@ describe('CircuitBreaker', () => {
     run(false); // 3 of 5 = 60%
     expect(b.state).toBe('open');
     expect(changes).toHaveLength(1);
-    expect(changes[0]).toMatchObject({ from: 'closed', to: 'open', retryAt: 1_000 });
+    expect(changes[0]).toMatchObject({ from: 'closed', to: 'open', retryAt: 1_000, openForMs: 1_000 });
     expect(changes[0]!.reason).toMatch(/3 of 5 requests failed in the last 10 s \(60% >= 50%\)/);
     expect(b.tryAdmit()).toBeUndefined();
   });
@@ -59,6 +59,32 @@ describe('CircuitBreaker', () => {
     const { b, run } = breaker();
     for (let i = 0; i < 100; i++) run(i % 3 !== 0); // 34% fail
     expect(b.state).toBe('closed');
+  });
+
+  it('opens after minRequests failures in a row, whatever successes the window still holds', () => {
+    // A destination that froze: hundreds of successes from before, then nothing but slow calls.
+    const { b, run, changes } = breaker();
+    for (let i = 0; i < 200; i++) run(true);
+    for (let i = 0; i < 4; i++) run(false);
+    run(true); // a success breaks the run
+    for (let i = 0; i < 4; i++) run(false);
+    expect(b.state).toBe('closed');
+    run(false);
+    expect(b.state).toBe('open');
+    expect(changes.map((c) => c.reason)).toEqual(['5 requests in a row failed']);
+  });
+
+  it('a frozen destination opens it by slow calls alone, within slowCallMs', async () => {
+    const { b, clock, changes } = breaker({ slowCallMs: 2_000 });
+    const ok = () => b.tryAdmit()!.success();
+    for (let i = 0; i < 50; i++) ok();
+    // Five requests go out and never come back.
+    for (let i = 0; i < 5; i++) b.tryAdmit();
+    await clock.advance(1_999);
+    expect(b.state).toBe('closed');
+    await clock.advance(1);
+    expect(b.state).toBe('open');
+    expect(changes).toHaveLength(1);
   });
 
   it('forgets failures older than the window', async () => {

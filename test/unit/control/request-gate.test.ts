@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { AdaptiveConcurrencyLimiter } from '../../../src/control/adaptive-concurrency.js';
 import { CircuitBreaker } from '../../../src/control/circuit-breaker.js';
 import { AdmissionGate } from '../../../src/control/request-gate.js';
-import { bulkOutcome, errorOutcome } from '../../../src/control/request-outcome.js';
+import { bulkOutcome, errorOutcome } from '../../../src/sinks/elasticsearch-request-outcome.js';
 import { ManualClock, settle } from '../../support/manual-clock.js';
 
 function gate(opts: { limit?: number; slowCallMs?: number } = {}) {

@@ -1,6 +1,6 @@
 import { errors as es } from '@elastic/elasticsearch';
 import { classifyError } from '../model/failures.js';
-import type { RequestOutcome } from '../sinks/ports.js';
+import type { RequestOutcome } from './ports.js';
 
 /** The result part of one bulk item (`{ create: {...} }`, `{ index: {...} }`, …). */
 interface ItemResult {
@@ -43,6 +43,15 @@ export function bulkOutcome(items: readonly Partial<Record<string, ItemResult>>[
   }
   if (items.length > 0 && faults === items.length) return 'failed';
   return load ? 'pushback' : 'ok';
+}
+
+/**
+ * What an mget answer says: `failed` when every document came back with an error (an
+ * unavailable shard, a missing index: the destination's), else `ok`.
+ */
+export function mgetOutcome(docs: readonly object[]): RequestOutcome['result'] {
+  if (docs.length === 0) return 'ok';
+  return docs.every((d) => 'error' in d && (d as { error?: unknown }).error) ? 'failed' : 'ok';
 }
 
 /** What a request that threw says about the destination. */

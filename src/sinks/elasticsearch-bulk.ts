@@ -1,0 +1,112 @@
+import type { Client } from '@elastic/elasticsearch';
+import type { Logger } from 'pino';
+import type { ElasticsearchItemError } from '../model/failures.js';
+import { type Attempt, attemptRequest, type RequestContext } from './elasticsearch-request.js';
+import { bulkOutcome } from './elasticsearch-request-outcome.js';
+
+/** One item of a `_bulk` answer (`_seq_no`/`_primary_term` for the recent profiles). */
+export type BulkItem = {
+  status: number;
+  error?: ElasticsearchItemError;
+  result?: string;
+  _seq_no?: number;
+  _primary_term?: number;
+};
+export type BulkAnswer = Record<string, BulkItem>;
+
+/** Requests that go through whole, at the cap, before it doubles. */
+const GROWTH_AFTER = 8;
+/** A cap this high is no cap. */
+const UNBOUNDED = 100_000;
+
+/**
+ * Sends items (`linesPerItem` lines each) in `_bulk` requests of at most `cap` items, one
+ * cap per worker because the limit it learns is the cluster's. A request refused for its
+ * size — whole (429 from the indexing-pressure limit, 413 above `http.max_content_length`)
+ * or item by item (every item 429 inside a 200: the primary's share of the same limit) —
+ * halves the cap, and its items come back as item-level 429s, retried with backoff by the
+ * store in smaller requests. Without this a batch larger than the cluster takes at once is
+ * sent again, and refused, forever. The cap doubles after a run of requests that went
+ * through whole.
+ */
+export class BulkRequests {
+  private cap = Infinity;
+  private successes = 0;
+
+  constructor(
+    private readonly client: Client,
+    private readonly log: Logger,
+  ) {}
+
+  async send(
+    context: RequestContext,
+    operations: unknown[],
+    linesPerItem: number,
+  ): Promise<Attempt<BulkAnswer[]>> {
+    const items = operations.length / linesPerItem;
+    const cap = this.cap; // the parts may change it: slice by the cap this call started with
+    if (items > cap) {
+      const answers: BulkAnswer[] = [];
+      for (let k = 0; k < items; k += cap) {
+        const part = await this.send(
+          context,
+          operations.slice(k * linesPerItem, (k + cap) * linesPerItem),
+          linesPerItem,
+        );
+        if (!part.done) return part;
+        for (const a of part.value) answers.push(a);
+      }
+      return { done: true, value: answers };
+    }
+    const { signal } = context;
+    const res = await attemptRequest(
+      context,
+      () => this.client.bulk({ operations, refresh: false }, signal ? { signal } : {}),
+      (answer) => bulkOutcome(answer.items as unknown as BulkAnswer[]),
+    );
+    if (!res.done) {
+      const status = (res.cause as { meta?: { statusCode?: number } } | undefined)?.meta?.statusCode;
+      if (status !== 429 && status !== 413) return res;
+      this.shrink(items);
+      const refused: BulkAnswer[] = [];
+      for (let k = 0; k < items; k++)
+        refused.push(refusedWhole(operations[k * linesPerItem], status, res.why));
+      return { done: true, value: refused };
+    }
+    const answers = res.value.items as unknown as BulkAnswer[];
+    let rejected = 0;
+    for (const a of answers) if (firstResult(a)?.status === 429) rejected++;
+    if (rejected === items) this.shrink(items);
+    else if (rejected === 0 && items >= this.cap && ++this.successes >= GROWTH_AFTER) {
+      this.cap = this.cap * 2 >= UNBOUNDED ? Infinity : this.cap * 2;
+      this.successes = 0;
+    }
+    return { done: true, value: answers };
+  }
+
+  private shrink(items: number): void {
+    this.successes = 0;
+    if (items <= 1) return;
+    const cap = Math.ceil(Math.min(items, this.cap) / 2);
+    if (cap < this.cap) {
+      this.cap = cap;
+      this.log.debug({ itemsPerRequest: cap }, 'Elasticsearch refused a bulk for its size; smaller requests');
+    }
+  }
+}
+
+export function firstResult(answer: BulkAnswer): BulkItem | undefined {
+  for (const k in answer) return answer[k];
+  return undefined;
+}
+
+/** The answer of an item whose request was refused whole: a retriable item-level refusal. */
+function refusedWhole(action: unknown, status: number, why: string): BulkAnswer {
+  const [op] = Object.keys(action as object);
+  return {
+    [op ?? 'index']: {
+      status: 429,
+      error: { type: 'es_rejected_execution_exception', reason: `refused whole (${status}): ${why}` },
+    },
+  };
+}

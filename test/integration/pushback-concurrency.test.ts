@@ -1,0 +1,112 @@
+import { Client } from '@elastic/elasticsearch';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { traffic } from '../faults/scenarios/common.js';
+import { type ExtraEsNode, freePort, startExtraEsNode } from '../support/extra-es-node.js';
+import { Pipeline } from '../support/pipeline.js';
+import { sampleValue, sumOf } from '../support/prometheus-text.js';
+import { stackEnv, waitFor } from '../support/stack.js';
+import { linesStarting, scrape } from '../support/worker-observation.js';
+
+const MESSAGES = 10_000;
+const INITIAL = 16;
+
+let node: ExtraEsNode;
+let p: Pipeline;
+
+beforeAll(async () => {
+  // A node that refuses load item by item: a one-thread write pool with a queue of two, so
+  // concurrent bulks come back 200 with items refused (429 es_rejected_execution_exception).
+  // (A tiny indexing_pressure.memory.limit wedges this node: its held bytes never drain.)
+  node = await startExtraEsNode({
+    settings: { 'thread_pool.write.size': 1, 'thread_pool.write.queue_size': 2 },
+  });
+  p = await Pipeline.create('pb-aimd', {
+    servers: { ...stackEnv, esNode: node.url },
+    env: { BATCH_MAX: '200' },
+  });
+});
+
+afterAll(async () => {
+  await p?.admin.deleteTopics({ topics: [`${p.names.group}.control`] }).catch(() => undefined);
+  await p?.cleanup();
+  await node?.stop();
+});
+
+/** Write operations the node's thread pool refused (each a 429 item). */
+async function rejections(): Promise<number> {
+  const es = new Client({ node: node.url });
+  try {
+    const stats = await es.nodes.stats({ metric: 'thread_pool' });
+    return Object.values(stats.nodes).reduce((a, n) => a + (n.thread_pool?.write?.rejected ?? 0), 0);
+  } finally {
+    await es.close();
+  }
+}
+
+describe('adaptive concurrency in a running worker', () => {
+  it('lowers the limit on item-level 429s inside 200 answers, never opens the breaker, and loses nothing', async () => {
+    const port = await freePort(9510);
+    const w = p.spawn('w', {
+      HTTP_PORT: String(port),
+      HTTP_HOST: '127.0.0.1',
+      ES_CONCURRENCY_INITIAL: String(INITIAL),
+      CONTROL_TOPIC: `${p.names.group}.control`,
+      CONTROL_KEY_PREFIX: `${p.env.REDIS_KEY_PREFIX}control:`,
+    });
+    await waitFor('the worker to serve /metrics', () => scrape(port), { timeoutMs: 90_000 });
+    const limits: number[] = [];
+    const sampling = setInterval(() => {
+      scrape(port)
+        .then((m) => {
+          const v = sampleValue(m, 'rxingest_es_concurrency_limit');
+          if (v !== undefined) limits.push(v);
+        })
+        .catch(() => undefined);
+    }, 250);
+    const started = Date.now();
+    try {
+      await p.produce(traffic(95, MESSAGES));
+      await p.waitForEnd(240_000);
+    } finally {
+      clearInterval(sampling);
+    }
+    const tookMs = Date.now() - started;
+    const refused = await rejections();
+    const last = await scrape(port);
+    const itemRetries = sumOf(last, 'rxingest_retries_total', {
+      target: 'elasticsearch',
+      reason: 'item-429',
+    });
+    const requestRetries = sumOf(last, 'rxingest_retries_total', {
+      target: 'elasticsearch',
+      reason: 'status-429',
+    });
+    const expected = p.expected();
+    const d = await p.assertContract(expected);
+    const secondHalf = limits.slice(Math.floor(limits.length / 2));
+    const report = {
+      messages: MESSAGES,
+      tookMs,
+      rejections: refused,
+      itemRetries,
+      requestRetries,
+      limitStart: INITIAL,
+      limitMin: Math.min(...limits),
+      limitMax: Math.max(...limits),
+      limitEnd: limits.at(-1),
+      secondHalfBand: [Math.min(...secondHalf), Math.max(...secondHalf)],
+      samples: limits.length,
+      lost: d.missingEvents + d.wrongProfiles + d.missingTriggers + d.missingDeadLetters,
+      duplicated: d.extraEvents + d.duplicateTriggers + d.duplicateDeadLetters,
+    };
+    process.stdout.write(`[pushback-concurrency] ${JSON.stringify(report)}\n`);
+    expect(refused, 'write operations Elasticsearch refused with 429').toBeGreaterThan(0);
+    expect(itemRetries, 'items refused inside 200 answers, retried').toBeGreaterThan(0);
+    expect(Math.min(...limits), 'the limit came down from where it started').toBeLessThan(INITIAL);
+    expect(linesStarting(w, 'Elasticsearch circuit breaker open'), 'load refusals are not failures').toEqual(
+      [],
+    );
+    w.child.kill('SIGTERM');
+    expect(await w.exited).toBe(0);
+  }, 300_000);
+});
