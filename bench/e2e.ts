@@ -348,7 +348,8 @@ async function runWorkerPoint(
     const firstDone = drainSamples.find((s) => s.done > 0) ?? drainSamples[0]!;
     const cpu = cpuBetween(firstDone, drainSamples.at(-1)!, ctx.cores);
     const drainDone = w.last?.done ?? 0;
-    let keyPrefix = `${ctx.runId}:${key}:`;
+    const marksOf = (k: string) => `${ctx.runId}:${k}:${encodeURIComponent(ctx.res.name(`${k}-group`))}:`;
+    let keyPrefix = marksOf(key);
     if (!drained) {
       notes.push(
         `BATCH_MAX=${o.batchMax}: the backlog did not drain within ${fmt(o.drainCapMs / 1000, 0)} s; rate measured over that time`,
@@ -363,7 +364,7 @@ async function runWorkerPoint(
         env: workerEnv(ctx, `${key}-lat`, [live], o.batchMax),
       });
       workers.push(w);
-      keyPrefix = `${ctx.runId}:${key}-lat:`;
+      keyPrefix = marksOf(`${key}-lat`);
       await sleep(3_000);
     }
     const liveFrom = w.samples.length;

@@ -1,8 +1,9 @@
 /**
  * End-to-end latency, produce to indexed: a paced producer sends a workload to Kafka, and a
- * poller watches for a sample of the message ids to be marked processed in Redis. The worker
- * marks an id (claimProcessed, `SET NX`) right after Elasticsearch acknowledged the bulk that
- * wrote it, so the mark is "indexed" plus one Redis round trip.
+ * poller watches for a sample of the event ids to get their owner mark in Redis. The worker
+ * sets it (rememberOwners) right after Elasticsearch acknowledged the bulk that created the
+ * event, so the mark is "indexed" plus one Redis round trip. Profiles get no mark (their
+ * merge needs no owner), so only events are sampled.
  *
  * Why not ask Elasticsearch? A real-time GET of a document that is not yet searchable makes the
  * shard refresh, so polling Elasticsearch every few ms would change what is being measured;
@@ -18,7 +19,7 @@ export interface LatencyOptions {
   readonly kafka: Kafka;
   readonly redis: Redis;
   readonly topic: string;
-  /** The worker's REDIS_KEY_PREFIX. */
+  /** Where the worker's owner marks live: REDIS_KEY_PREFIX + the encoded group + ':'. */
   readonly keyPrefix: string;
   readonly ratePerSec: number;
   readonly durationMs: number;
@@ -60,7 +61,7 @@ export async function measureLatency(o: LatencyOptions): Promise<LatencyResult> 
   const sampledAt = new Map<string, number>();
   let originals = 0;
   for (const r of plan) {
-    if ((r.kind === 'event' || r.kind === 'profile') && originals++ % sampleEvery === 0) {
+    if (r.kind === 'event' && originals++ % sampleEvery === 0) {
       sampledAt.set(r.id!, r.sendAtMs);
     }
   }
@@ -113,7 +114,7 @@ export async function measureLatency(o: LatencyOptions): Promise<LatencyResult> 
       },
       onSent: (records) => {
         for (const r of records) {
-          if (r.kind !== 'event' && r.kind !== 'profile') continue;
+          if (r.kind !== 'event') continue;
           const at = sampledAt.get(r.id!);
           if (at !== undefined) outstanding.set(r.id!, at);
         }
