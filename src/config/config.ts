@@ -179,7 +179,7 @@ const schema = {
   ES_NODE: [url(['http:', 'https:']), 'http://localhost:9200'],
   ES_REQUEST_TIMEOUT_MS: [int(100, 600_000), '30000'],
   ES_MAX_CONNECTIONS: [int(1, 10_000), '256'],
-  PROFILE_CACHE_SIZE: [int(0, 10_000_000), '20000'],
+  PROFILE_CACHE_SIZE: [int(0, 10_000_000), '0'],
   PROFILES_INDEX: [indexName, 'profiles'],
   EVENTS_INDEX: [eventsIndexName, 'events'],
   EVENTS_ILM_POLICY: [
