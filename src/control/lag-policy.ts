@@ -3,13 +3,19 @@
  * producers. Pure: state and a sample in, state out.
  *
  * - A topic gets a limit when its lag is at or above `lagHigh` and growing (its producers
- *   send faster than the group drains).
- * - The limit is what the group drains per second, less a margin so that the lag shrinks:
- *   `drain × (1 − headroom × f)`, where f goes from 1 at `lagHigh` down to ½ at `lagLow`.
- *   So the limit rises toward the drain rate as the lag falls (but stays below it, or the
- *   lag would settle just above `lagLow`), and is lifted once the lag is at or below
- *   `lagLow` (hysteresis: it is not set again until the lag reaches `lagHigh`). Never below
- *   `minRatePerSec`, so producers are slowed, not stopped.
+ *   send faster than the group drains), once the drain rate has been measured over
+ *   `WARM_SAMPLES` intervals (a worker that just started drains little; a limit taken from
+ *   that would stop producers nearly dead).
+ * - Above `lagLow` the limit is what the group drains per second, less a margin so that
+ *   the lag shrinks: `drain × (1 − headroom × f)`, where f goes from 1 at `lagHigh` down to
+ *   ½ at `lagLow`: higher lag, lower limit. Never below `minRatePerSec`, so producers are
+ *   slowed, not stopped.
+ * - At or below `lagLow` the limit is not dropped at once (producers that still want more
+ *   than the group drains would send a burst, and the lag would shoot back past `lagHigh`):
+ *   it grows by `RAISE` each interval, and is lifted only when it reaches `LIFT_OVER` × the
+ *   drain rate with the lag still low, i.e. when producers no longer use it. If they do,
+ *   the lag rises past `lagLow` again and the drain-based limit takes over: the lag stays
+ *   between the marks instead of cycling past the high one.
  */
 
 export interface LagPolicySettings {
@@ -38,7 +44,16 @@ export interface TopicLagState {
   readonly producePerSec: number | undefined;
   /** The published limit for the whole topic (messages per second), if any. */
   readonly limitPerSec: number | undefined;
+  /** How many intervals the rates have been measured over. */
+  readonly samples: number;
 }
+
+/** Intervals of measured drain before a first limit. */
+const WARM_SAMPLES = 3;
+/** Growth of the limit per interval while the lag is at or below the low mark. */
+const RAISE = 1.25;
+/** The limit is lifted once it is this many times the drain rate with the lag still low. */
+const LIFT_OVER = 2;
 
 /** Weight of the newest rate in the smoothed rates. */
 const RATE_ALPHA = 0.5;
@@ -60,13 +75,28 @@ export function nextTopicLag(
     drainPerSec = smooth(drainPerSec, Math.max(0, sample.committed - prev.committed) / seconds);
     producePerSec = smooth(producePerSec, Math.max(0, sample.end - prev.end) / seconds);
   }
+  const samples = prev === undefined ? 0 : prev.samples + (atMs > prev.atMs ? 1 : 0);
   let limitPerSec = prev?.limitPerSec;
   const growing = prev !== undefined && lag > prev.lag;
-  if (s.lagHigh <= 0 || lag <= s.lagLow) limitPerSec = undefined;
-  else if (limitPerSec !== undefined || (lag >= s.lagHigh && growing && drainPerSec !== undefined)) {
+  const drain = drainPerSec ?? 0;
+  if (s.lagHigh <= 0) limitPerSec = undefined;
+  else if (limitPerSec !== undefined && lag <= s.lagLow) {
+    limitPerSec = limitPerSec >= LIFT_OVER * drain ? undefined : Math.ceil(limitPerSec * RAISE);
+  } else if (
+    limitPerSec !== undefined ||
+    (lag >= s.lagHigh && growing && drainPerSec !== undefined && samples >= WARM_SAMPLES)
+  ) {
     const f = 0.5 + 0.5 * Math.min(1, Math.max(0, (lag - s.lagLow) / (s.lagHigh - s.lagLow)));
-    const drain = drainPerSec ?? 0;
     limitPerSec = Math.max(s.minRatePerSec, Math.floor(drain * (1 - s.headroom * f)));
   }
-  return { atMs, end: sample.end, committed: sample.committed, lag, drainPerSec, producePerSec, limitPerSec };
+  return {
+    atMs,
+    end: sample.end,
+    committed: sample.committed,
+    lag,
+    drainPerSec,
+    producePerSec,
+    limitPerSec,
+    samples,
+  };
 }

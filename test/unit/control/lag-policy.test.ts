@@ -45,11 +45,34 @@ describe('nextTopicLag', () => {
     expect(trace[first]!.limitPerSec).toBeGreaterThanOrEqual(700);
     const peak = Math.max(...trace.map((x) => x.lag));
     expect(peak).toBeLessThan(10_000 + 3 * 1000);
-    // Never stuck: below the low mark it is lifted, lag grows again, limited again: a cycle
-    // between the marks, never past the high one by much.
-    const after = trace.slice(first);
-    expect(after.some((x) => x.limitPerSec === undefined)).toBe(true);
-    expect(Math.max(...after.map((x) => x.lag))).toBeLessThan(13_000);
+    // While producers still want more than the group drains, the limit is never dropped:
+    // below the low mark it only grows, the lag rises past the mark again and the drain
+    // takes over, so the lag stays between the marks and never again reaches its peak.
+    const after = trace.slice(first + 5);
+    expect(after.every((x) => x.limitPerSec !== undefined)).toBe(true);
+    expect(Math.max(...after.map((x) => x.lag))).toBeLessThan(peak);
+    expect(Math.max(...trace.slice(60).map((x) => x.lag))).toBeLessThan(10_000);
+  });
+
+  it('waits for a measured drain before a first limit (a worker that just started drains little)', () => {
+    let state = nextTopicLag(undefined, { end: 20_000, committed: 0 }, 0, s);
+    state = nextTopicLag(state, { end: 21_000, committed: 10 }, 1000, s);
+    expect(state.limitPerSec).toBeUndefined();
+    state = nextTopicLag(state, { end: 22_000, committed: 910 }, 2000, s);
+    expect(state.limitPerSec).toBeUndefined();
+    state = nextTopicLag(state, { end: 23_000, committed: 1_810 }, 3000, s);
+    expect(state.samples).toBe(3);
+    expect(state.limitPerSec).toBeGreaterThan(500);
+  });
+
+  it('lifts the limit only once producers no longer use it', () => {
+    // Producers want 2000 for 40 s, then 300 (less than the 1000 drained).
+    const trace = simulate({ produce: (t) => (t < 40 ? 2000 : 300), capacity: () => 1000, seconds: 120 });
+    const lifted = trace.findIndex(
+      (x, i) => i > 0 && trace[i - 1]!.limitPerSec !== undefined && x.limitPerSec === undefined,
+    );
+    expect(lifted).toBeGreaterThan(40);
+    expect(trace.slice(lifted).every((x) => x.limitPerSec === undefined)).toBe(true);
   });
 
   it('raises the limit toward the drain rate as lag falls, and lifts it at the low mark', () => {
@@ -77,7 +100,8 @@ describe('nextTopicLag', () => {
 
   it('slows producers to the minimum rate, not to zero, when the group drains nothing', () => {
     let state = nextTopicLag(undefined, { end: 20_000, committed: 0 }, 0, s);
-    state = nextTopicLag(state, { end: 21_000, committed: 0 }, 1000, s);
+    for (let t = 1; t <= 3; t++)
+      state = nextTopicLag(state, { end: 20_000 + t * 1000, committed: 0 }, t * 1000, s);
     expect(state.limitPerSec).toBe(10);
   });
 
