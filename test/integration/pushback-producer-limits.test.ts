@@ -1,0 +1,154 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ExtraEsNode, freePort, startExtraEsNode } from '../support/extra-es-node.js';
+import { Pipeline, searchAll } from '../support/pipeline.js';
+import { sumOf } from '../support/prometheus-text.js';
+import { stackEnv, waitFor } from '../support/stack.js';
+import { linesStarting, scrape } from '../support/worker-observation.js';
+
+const run = promisify(execFile);
+const COUNT = 30_000;
+const RATE = 4_000;
+const PARTITIONS = 4;
+
+let node: ExtraEsNode;
+let p: Pipeline;
+
+beforeAll(async () => {
+  // A slow destination: one write thread, a queue of two; with ES_CONCURRENCY_MAX=1 the
+  // worker drains well below what the producer asks.
+  node = await startExtraEsNode({
+    settings: { 'thread_pool.write.size': 1, 'thread_pool.write.queue_size': 2 },
+  });
+  p = await Pipeline.create('pb-plimit', {
+    partitions: PARTITIONS,
+    servers: { ...stackEnv, esNode: node.url },
+    env: { BATCH_MAX: '200' },
+  });
+});
+
+afterAll(async () => {
+  await p?.admin.deleteTopics({ topics: [`${p.names.group}.control`] }).catch(() => undefined);
+  await p?.cleanup();
+  await node?.stop();
+});
+
+describe('tier 2: lag to producers, with a real worker and rxingest produce', () => {
+  it('a slowed worker publishes a limit, the producer slows down to it, lag stops growing, nothing is lost', async () => {
+    const port = await freePort(9530);
+    const prefix = `${p.env.REDIS_KEY_PREFIX}control:`;
+    const w = p.spawn('w', {
+      HTTP_PORT: String(port),
+      HTTP_HOST: '127.0.0.1',
+      CONTROL_TOPIC: `${p.names.group}.control`,
+      CONTROL_KEY_PREFIX: prefix,
+      ES_CONCURRENCY_INITIAL: '1',
+      ES_CONCURRENCY_MAX: '1',
+      LAG_INTERVAL_MS: '1000',
+      PRODUCER_LIMIT_LAG_HIGH: '5000',
+      PRODUCER_LIMIT_LAG_LOW: '1000',
+      PRODUCER_LIMIT_TTL_MS: '10000',
+    });
+    await waitFor(
+      'every partition assigned',
+      () => linesStarting(w, 'partition assigned').length >= PARTITIONS,
+      {
+        timeoutMs: 90_000,
+        intervalMs: 100,
+      },
+    );
+    const lag: { at: number; lag: number }[] = [];
+    const sampling = setInterval(() => {
+      scrape(port)
+        .then((m) => lag.push({ at: Date.now(), lag: sumOf(m, 'rxingest_consumer_lag') }))
+        .catch(() => undefined);
+    }, 250);
+    const started = Date.now();
+    let out: string;
+    try {
+      ({ stdout: out } = await run(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          'src/cli/main.ts',
+          'produce',
+          '--topic',
+          p.names.topic,
+          '--rate',
+          String(RATE),
+          '--count',
+          String(COUNT),
+          '--clients',
+          '300',
+          '--profile-share',
+          '0',
+          '--duplicate-share',
+          '0',
+          '--poison-share',
+          '0',
+          '--seed',
+          '7',
+          '--redis-url',
+          stackEnv.redisUrl,
+          '--control-key-prefix',
+          prefix,
+          '--json',
+          '--quiet',
+        ],
+        { env: { ...process.env, KAFKA_BROKERS: stackEnv.kafkaBrokers }, maxBuffer: 16 * 1024 * 1024 },
+      ));
+      await p.waitForEnd(240_000);
+      await waitFor(
+        'the limit to be lifted',
+        () => linesStarting(w, `producer limit on ${p.names.topic} lifted`)[0],
+        {
+          timeoutMs: 30_000,
+        },
+      );
+    } finally {
+      clearInterval(sampling);
+    }
+    const producedInMs = Date.now() - started;
+    const summary = JSON.parse(out) as {
+      sent?: number;
+      pushback?: { limited: boolean; throttledMs: number };
+    };
+    const limitLine = linesStarting(w, `producers of ${p.names.topic} limited to`)[0];
+    expect(limitLine, 'the worker published a producer limit').toBeDefined();
+    expect(summary.pushback?.limited, 'the producer saw the limit').toBe(true);
+    expect(summary.pushback?.throttledMs, 'the producer waited for its limit').toBeGreaterThan(0);
+    // Lag stops growing once producers honour the limit: after a few seconds (a lag reading,
+    // a producer's reading of the key) it never again passes the peak it had reached.
+    const settle = limitLine!.time + 3_000;
+    const before = lag.filter((s) => s.at <= settle).map((s) => s.lag);
+    const after = lag.filter((s) => s.at > settle).map((s) => s.lag);
+    const peak = Math.max(...before);
+    const afterMax = Math.max(...after);
+    expect(after.length, 'lag samples after the limit took hold').toBeGreaterThan(0);
+    expect(afterMax, 'lag after the limit took hold').toBeLessThanOrEqual(peak);
+    expect(after.at(-1), 'lag at the end').toBe(0);
+    // Nothing lost: every message is one event (no copies, no poison), each indexed once.
+    await p.es.indices.refresh({ index: p.names.events });
+    const indexed = await searchAll(p.es, p.names.events);
+    expect(indexed.size).toBe(COUNT);
+    expect(await p.committedTotal()).toBe(COUNT);
+    process.stdout.write(
+      `[pushback-producer-limits] ${JSON.stringify({
+        count: COUNT,
+        askedRate: RATE,
+        limit: limitLine!.ratePerSec,
+        lagWhenLimited: limitLine!.lag,
+        lagPeak: peak,
+        lagMaxAfterSettle: afterMax,
+        throttledMs: summary.pushback?.throttledMs,
+        producedAndDrainedMs: producedInMs,
+        unthrottledWouldTakeMs: Math.round((COUNT / RATE) * 1000),
+        indexed: indexed.size,
+      })}\n`,
+    );
+    w.child.kill('SIGTERM');
+    expect(await w.exited).toBe(0);
+  }, 300_000);
+});
