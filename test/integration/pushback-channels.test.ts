@@ -50,11 +50,16 @@ describe('lag monitor → producer limit in Redis → producers (real Kafka and 
     const partitions = (await sampleGroupLag(admin, group, [topic])).get(topic)!.partitions;
     expect(partitions.map((p) => p.lag).reduce((a, b) => a + b)).toBe(300);
 
-    await produce(topic, 300);
-    await monitor.tick();
-    expect(monitor.states.get(topic)!.limitPerSec).toBe(5); // growing, nothing drained: the minimum
+    // Growing, nothing drained: limited to the minimum once the drain has been measured
+    // over three intervals (no limit before: a worker that just started drains little).
+    for (let k = 1; k <= 3; k++) {
+      expect(monitor.states.get(topic)!.limitPerSec).toBeUndefined();
+      await produce(topic, 300);
+      await monitor.tick();
+    }
+    expect(monitor.states.get(topic)!.limitPerSec).toBe(5);
     const stored = JSON.parse((await redis.get(keys.limit(topic)))!);
-    expect(stored).toMatchObject({ ratePerSec: 5, group, lag: 600 });
+    expect(stored).toMatchObject({ ratePerSec: 5, group, lag: 1200 });
     const ttl = await redis.pttl(keys.limit(topic));
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(10_000);
@@ -62,7 +67,8 @@ describe('lag monitor → producer limit in Redis → producers (real Kafka and 
     await source.refresh();
     expect(source.limitFor(topic)).toBe(5);
 
-    // The group catches up (its offsets move to the end): the limit is lifted.
+    // The group catches up (its offsets move to the end) and producers stop: the limit grows
+    // until it is plainly unused (twice the drain rate, lag still low), then it is lifted.
     const ends = await admin.fetchTopicOffsets(topic);
     await admin.setOffsets({
       groupId: group,
@@ -71,6 +77,11 @@ describe('lag monitor → producer limit in Redis → producers (real Kafka and 
     });
     await monitor.tick();
     expect(monitor.states.get(topic)!.lag).toBe(0);
+    for (let k = 0; k < 40 && monitor.states.get(topic)!.limitPerSec !== undefined; k++) {
+      await new Promise((r) => setTimeout(r, 20)); // intervals of a few ms: the monitor needs time to pass
+      await monitor.tick();
+    }
+    expect(monitor.states.get(topic)!.limitPerSec).toBeUndefined();
     expect(await redis.exists(keys.limit(topic))).toBe(0);
     await source.refresh();
     expect(source.limitFor(topic)).toBeUndefined();
