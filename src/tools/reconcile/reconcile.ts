@@ -5,10 +5,12 @@ import { asCannotRun, CannotRun, elasticsearchFor, kafkaFor } from '../clients.j
 import { resolveIndices, scanIndices } from '../es-scan.js';
 import type { Progress } from '../progress.js';
 import { type ReadProgress, readTopics, type TopicRanges, topicOffsets } from '../topic-reader.js';
-import { DeadLettersCheck, EventsCheck, ProfilesCheck, type ReadBounds, TriggersCheck } from './checks.js';
+import type { ReadBounds } from './check-support.js';
+import { EventsCheck, ProfilesCheck } from './document-checks.js';
 import { Expectation } from './expectation.js';
 import { buildReport, type ReconcileReport } from './report.js';
 import type { Snapshot } from './snapshot.js';
+import { DeadLettersCheck, TriggersCheck } from './topic-checks.js';
 
 export interface ReconcileOptions {
   /** `--since`: only input records whose Kafka timestamp is at or after this. */

@@ -1,7 +1,8 @@
 import type { Config } from '../../config/config.js';
-import type { DeadLettersCheck, EventsCheck, ProfilesCheck, TriggersCheck } from './checks.js';
+import type { EventsCheck, ProfilesCheck } from './document-checks.js';
 import type { Expectation } from './expectation.js';
 import type { Snapshot } from './snapshot.js';
+import type { DeadLettersCheck, TriggersCheck } from './topic-checks.js';
 
 /** `rxingest reconcile --json`: the contract's keys (messages, duplicates, stale, deadLetters, events, profiles, triggers, examples) and more. */
 export interface ReconcileReport {

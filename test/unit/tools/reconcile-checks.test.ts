@@ -1,14 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { TombstonePolicy } from '../../../src/config/config.js';
 import { canonicalJson } from '../../../src/tools/canonical.js';
-import {
-  DeadLettersCheck,
-  EventsCheck,
-  ProfilesCheck,
-  type ReadBounds,
-  TriggersCheck,
-} from '../../../src/tools/reconcile/checks.js';
+import type { ReadBounds } from '../../../src/tools/reconcile/check-support.js';
+import { EventsCheck, ProfilesCheck } from '../../../src/tools/reconcile/document-checks.js';
 import { Expectation } from '../../../src/tools/reconcile/expectation.js';
+import { DeadLettersCheck, TriggersCheck } from '../../../src/tools/reconcile/topic-checks.js';
 import type { FetchedRecord } from '../../../src/tools/topic-reader.js';
 
 const T = 'in';
