@@ -1,5 +1,6 @@
 import type { AdaptiveConcurrencySettings } from '../config/control-settings.js';
 import { abortReason, type Clock, systemClock } from './clock.js';
+import { type Waiter, waitInLine } from './waiting-line.js';
 
 export const DEFAULT_ADAPTIVE_CONCURRENCY: AdaptiveConcurrencySettings = {
   initial: 4,
@@ -33,13 +34,6 @@ export interface AdaptiveConcurrencyHooks {
   readonly clock?: Pick<Clock, 'now'>;
   /** Called with the limit at construction and on every change (`rxingest_es_concurrency_limit`). */
   readonly onLimit?: (limit: number) => void;
-}
-
-interface Waiter {
-  readonly resolve: (permit: ConcurrencyPermit) => void;
-  readonly reject: (err: unknown) => void;
-  readonly signal: AbortSignal | undefined;
-  readonly onAbort: () => void;
 }
 
 /**
@@ -93,7 +87,7 @@ class EwmaVar {
 export class AdaptiveConcurrencyLimiter {
   private current: number;
   private active = 0;
-  private readonly waiters: Waiter[] = [];
+  private readonly waiters: Waiter<ConcurrencyPermit>[] = [];
   private readonly past: EwmaVar;
   private readonly clock: Pick<Clock, 'now'>;
   private readonly onLimit: ((limit: number) => void) | undefined;
@@ -143,20 +137,7 @@ export class AdaptiveConcurrencyLimiter {
     if (this.waiters.length === 0 && this.active < this.current) return Promise.resolve(this.grant());
     // Demand exceeds the limit: evidence that a higher limit would be used.
     this.cycle.reachedLimit = true;
-    return new Promise((resolve, reject) => {
-      const waiter: Waiter = {
-        resolve,
-        reject,
-        signal,
-        onAbort: () => {
-          const i = this.waiters.indexOf(waiter);
-          if (i >= 0) this.waiters.splice(i, 1);
-          reject(abortReason(signal!));
-        },
-      };
-      signal?.addEventListener('abort', waiter.onAbort, { once: true });
-      this.waiters.push(waiter);
-    });
+    return waitInLine(this.waiters, signal);
   }
 
   private grant(): ConcurrencyPermit {

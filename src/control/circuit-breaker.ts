@@ -1,5 +1,6 @@
 import type { CircuitBreakerSettings } from '../config/control-settings.js';
 import { abortReason, type Clock, systemClock, type TimerHandle } from './clock.js';
+import { type Waiter, waitInLine } from './waiting-line.js';
 
 export type BreakerState = 'closed' | 'open' | 'half-open';
 
@@ -54,13 +55,6 @@ export class BreakerDisposedError extends Error {
 
 const BUCKETS = 10;
 
-interface Waiter {
-  readonly resolve: (t: BreakerTicket) => void;
-  readonly reject: (e: unknown) => void;
-  readonly signal: AbortSignal | undefined;
-  readonly onAbort: () => void;
-}
-
 /**
  * A circuit breaker around one destination: closed → open when the failure rate over a
  * sliding window (with a minimum volume) passes a threshold, or when `minRequests`
@@ -90,7 +84,7 @@ export class CircuitBreaker {
   private lastFailureAt = 0;
   private probesAdmitted = 0;
   private probeSuccesses = 0;
-  private readonly waiters: Waiter[] = [];
+  private readonly waiters: Waiter<BreakerTicket>[] = [];
   private readonly slowTimers = new Set<TimerHandle>();
   private disposed = false;
 
@@ -137,20 +131,7 @@ export class CircuitBreaker {
     } catch (err) {
       return Promise.reject(err);
     }
-    return new Promise((resolve, reject) => {
-      const waiter: Waiter = {
-        resolve,
-        reject,
-        signal,
-        onAbort: () => {
-          const i = this.waiters.indexOf(waiter);
-          if (i >= 0) this.waiters.splice(i, 1);
-          reject(abortReason(signal!));
-        },
-      };
-      signal?.addEventListener('abort', waiter.onAbort, { once: true });
-      this.waiters.push(waiter);
-    });
+    return waitInLine(this.waiters, signal);
   }
 
   /** Clears every timer and rejects every waiting admit(). The breaker is unusable afterwards. */
