@@ -8,11 +8,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { traffic } from '../test/faults/scenarios/common.js';
-import { type ExtraEsNode, freePort, startExtraEsNode } from '../test/support/extra-es-node.js';
+import { type ExtraEsNode, freePort, startRefusingEsNode } from '../test/support/extra-es-node.js';
 import { Pipeline } from '../test/support/pipeline.js';
-import { sampleValue } from '../test/support/prometheus-text.js';
 import { stackEnv, waitFor } from '../test/support/stack.js';
-import { linesStarting, scrape } from '../test/support/worker-observation.js';
+import { linesStarting, sampleGauge } from '../test/support/worker-observation.js';
 
 const MESSAGES = 10_000;
 const PARTITIONS = 8;
@@ -21,9 +20,7 @@ let node: ExtraEsNode;
 
 beforeAll(async () => {
   // The same refusing node as pushback-concurrency: one write thread, a queue of two.
-  node = await startExtraEsNode({
-    settings: { 'thread_pool.write.size': 1, 'thread_pool.write.queue_size': 2 },
-  });
+  node = await startRefusingEsNode();
 });
 
 afterAll(async () => {
@@ -57,21 +54,14 @@ async function ingest(setting: string, env: Record<string, string>, seed: number
       () => linesStarting(w, 'partition assigned').length >= PARTITIONS,
       { timeoutMs: 90_000, intervalMs: 100 },
     );
-    const limits: number[] = [];
-    const sampling = setInterval(() => {
-      scrape(port)
-        .then((m) => {
-          const v = sampleValue(m, 'rxingest_es_concurrency_limit');
-          if (v !== undefined) limits.push(v);
-        })
-        .catch(() => undefined);
-    }, 250);
+    const sampling = sampleGauge(port, 'rxingest_es_concurrency_limit', 250);
+    const limits = sampling.values;
     const started = Date.now();
     try {
       await p.produce(traffic(seed, MESSAGES));
       await p.waitForEnd(240_000);
     } finally {
-      clearInterval(sampling);
+      sampling.stop();
     }
     const seconds = (Date.now() - started) / 1000;
     const d = await p.assertContract(p.expected());

@@ -1,11 +1,11 @@
 import { Client } from '@elastic/elasticsearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { traffic } from '../faults/scenarios/common.js';
-import { type ExtraEsNode, freePort, startExtraEsNode } from '../support/extra-es-node.js';
+import { type ExtraEsNode, freePort, startRefusingEsNode } from '../support/extra-es-node.js';
 import { Pipeline } from '../support/pipeline.js';
-import { sampleValue, sumOf } from '../support/prometheus-text.js';
+import { sumOf } from '../support/prometheus-text.js';
 import { stackEnv, waitFor } from '../support/stack.js';
-import { linesStarting, scrape } from '../support/worker-observation.js';
+import { linesStarting, sampleGauge, scrape } from '../support/worker-observation.js';
 
 const MESSAGES = 10_000;
 const INITIAL = 16;
@@ -14,12 +14,7 @@ let node: ExtraEsNode;
 let p: Pipeline;
 
 beforeAll(async () => {
-  // A node that refuses load item by item: a one-thread write pool with a queue of two, so
-  // concurrent bulks come back 200 with items refused (429 es_rejected_execution_exception).
-  // (A tiny indexing_pressure.memory.limit wedges this node: its held bytes never drain.)
-  node = await startExtraEsNode({
-    settings: { 'thread_pool.write.size': 1, 'thread_pool.write.queue_size': 2 },
-  });
+  node = await startRefusingEsNode();
   p = await Pipeline.create('pb-aimd', {
     servers: { ...stackEnv, esNode: node.url },
     env: { BATCH_MAX: '200' },
@@ -54,21 +49,14 @@ describe('adaptive concurrency in a running worker', () => {
       CONTROL_KEY_PREFIX: `${p.env.REDIS_KEY_PREFIX}control:`,
     });
     await waitFor('the worker to serve /metrics', () => scrape(port), { timeoutMs: 90_000 });
-    const limits: number[] = [];
-    const sampling = setInterval(() => {
-      scrape(port)
-        .then((m) => {
-          const v = sampleValue(m, 'rxingest_es_concurrency_limit');
-          if (v !== undefined) limits.push(v);
-        })
-        .catch(() => undefined);
-    }, 250);
+    const sampling = sampleGauge(port, 'rxingest_es_concurrency_limit', 250);
+    const limits = sampling.values;
     const started = Date.now();
     try {
       await p.produce(traffic(95, MESSAGES));
       await p.waitForEnd(240_000);
     } finally {
-      clearInterval(sampling);
+      sampling.stop();
     }
     const tookMs = Date.now() - started;
     const refused = await rejections();

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ExtraEsNode, freePort, startExtraEsNode } from '../support/extra-es-node.js';
+import { type ExtraEsNode, freePort, startRefusingEsNode } from '../support/extra-es-node.js';
 import { Pipeline, searchAll } from '../support/pipeline.js';
 import { sumOf } from '../support/prometheus-text.js';
 import { stackEnv, waitFor } from '../support/stack.js';
@@ -18,9 +18,7 @@ let p: Pipeline;
 beforeAll(async () => {
   // A slow destination: one write thread, a queue of two; with ES_CONCURRENCY_MAX=1 the
   // worker drains well below what the producer asks.
-  node = await startExtraEsNode({
-    settings: { 'thread_pool.write.size': 1, 'thread_pool.write.queue_size': 2 },
-  });
+  node = await startRefusingEsNode();
   p = await Pipeline.create('pb-plimit', {
     partitions: PARTITIONS,
     servers: { ...stackEnv, esNode: node.url },

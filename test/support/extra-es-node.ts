@@ -221,3 +221,11 @@ export async function startExtraEsNode(options: ExtraEsNodeOptions = {}): Promis
     start: launch,
   };
 }
+
+/**
+ * A node that refuses load item by item: a one-thread write pool with a queue of two, so
+ * concurrent bulks come back 200 with items refused (429 es_rejected_execution_exception).
+ */
+export function startRefusingEsNode(): Promise<ExtraEsNode> {
+  return startExtraEsNode({ settings: { 'thread_pool.write.size': 1, 'thread_pool.write.queue_size': 2 } });
+}

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { type ParsedText, parsePrometheusText } from './prometheus-text.js';
+import { type ParsedText, parsePrometheusText, sampleValue } from './prometheus-text.js';
 import type { WorkerProcess } from './worker-process.js';
 
 /** One JSON line of a worker's log. */
@@ -34,4 +34,25 @@ export async function scrape(port: number): Promise<ParsedText> {
   const res = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(5_000) });
   if (!res.ok) throw new Error(`/metrics answered ${res.status}`);
   return parsePrometheusText(await res.text());
+}
+
+/**
+ * Scrapes one gauge of the worker every `everyMs` into `values` until the returned stop
+ * function is called (a scrape that fails is skipped).
+ */
+export function sampleGauge(
+  port: number,
+  name: string,
+  everyMs: number,
+): { values: number[]; stop: () => void } {
+  const values: number[] = [];
+  const timer = setInterval(() => {
+    scrape(port)
+      .then((m) => {
+        const v = sampleValue(m, name);
+        if (v !== undefined) values.push(v);
+      })
+      .catch(() => undefined);
+  }, everyMs);
+  return { values, stop: () => clearInterval(timer) };
 }
