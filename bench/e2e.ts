@@ -19,15 +19,11 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@elastic/elasticsearch';
 import { type GraphSettings, loadConfig } from '../src/config/config.js';
-import {
-  describeWorkload,
-  planWorkload,
-  type WorkloadRecord,
-  workloadRecords,
-} from '../src/generator/workload.js';
-import type { IngestMessage, ProfileUpdate } from '../src/model/message.js';
-import { applyUpdate, mergeUpdates } from '../src/model/profile-merge.js';
+import { describeWorkload, planWorkload, workloadRecords } from '../src/generator/workload.js';
+import type { IngestMessage } from '../src/model/message.js';
 import { eventsMapping, profilesMapping } from '../src/worker/elasticsearch-setup.js';
+import { type Doc, documentOf } from './lib/documents.js';
+import { drainRate } from './lib/drain.js';
 import { type LatencyResult, measureLatency } from './lib/latency.js';
 import { producePaced } from './lib/paced.js';
 import { barChart, lineChart } from './lib/plot.js';
@@ -76,28 +72,6 @@ interface Ctx extends EndToEndOptions {
 }
 
 // ------------------------------------------------------------------ documents
-
-interface Doc {
-  readonly index: 'events' | 'profiles';
-  readonly op: 'create' | 'index';
-  readonly id: string;
-  readonly source: object;
-}
-
-/** What each message becomes in Elasticsearch (the worker's documents; a profile without merging). */
-function documentOf(r: WorkloadRecord): Doc {
-  const m = JSON.parse(r.value!.toString('utf8')) as IngestMessage;
-  if (m.type === 'event') {
-    return {
-      index: 'events',
-      op: 'create',
-      id: m.id,
-      source: { clientId: m.clientId, name: m.name, ts: m.ts, data: m.data },
-    };
-  }
-  const { document } = applyUpdate(undefined, mergeUpdates([m as ProfileUpdate]));
-  return { index: 'profiles', op: 'index', id: m.clientId, source: document };
-}
 
 async function createIndices(ctx: Ctx, prefix: string): Promise<{ events: string; profiles: string }> {
   const events = ctx.res.name(`${prefix}-events`);
@@ -298,22 +272,6 @@ function workerEnv(ctx: Ctx, key: string, topics: string[], batchMax?: number): 
     REDIS_KEY_PREFIX: prefix,
     ...(batchMax !== undefined && batchMax !== ctx.defaults.batchMax ? { BATCH_MAX: String(batchMax) } : {}),
   };
-}
-
-/**
- * Drain rate from the samples: from the first sample that shows the worker at work (records in
- * its graphs or done), less half a sampling interval, to the moment the last record was done.
- */
-function drainRate(w: BenchWorker, upTo: number): { rate: number; ms: number } {
-  const i = w.samples.findIndex((s) => s.inFlight > 0 || s.done > 0);
-  const first = w.samples[i];
-  const before = w.samples[i - 1];
-  const start = first ? (before ? (before.t + first.t) / 2 : first.t) : undefined;
-  const lastT = w.timeOfDone(upTo) ?? w.last?.t;
-  if (start === undefined || lastT === undefined || lastT <= start)
-    return { rate: Number.NaN, ms: Number.NaN };
-  const doneAtEnd = Math.min(upTo, w.last?.done ?? 0);
-  return { rate: (doneAtEnd * 1000) / (lastT - start), ms: lastT - start };
 }
 
 async function runWorkerPoint(

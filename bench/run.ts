@@ -3,7 +3,7 @@
  *
  *   npm run bench                       the full suite (≤ 15 min on a 2-core machine)
  *   npm run bench -- --quick            short durations: a smoke run (≤ 2 min)
- *   npm run bench -- --only graph,kata  a subset: graph, kata, e2e, sweep, burst
+ *   npm run bench -- --only graph,kata  a subset: graph, kata, e2e, sweep, burst, pinned
  *   npm run bench -- --no-build         run the worker from src through tsx instead of building dist/
  *
  * Prints a table per benchmark and writes bench/results/latest.md, index.html, latest.json and
@@ -20,12 +20,14 @@ import { graphBenchmark } from './graph.js';
 import { kataBenchmark } from './kata.js';
 import { type MachineInfo, writeResults } from './lib/output.js';
 import { type Section, targetsTable, textTable } from './lib/report.js';
+import { pinnedBenchmark } from './pinned.js';
 
-const ALL = ['graph', 'kata', 'e2e', 'sweep', 'burst'] as const;
+const ALL = ['graph', 'kata', 'e2e', 'sweep', 'burst', 'pinned'] as const;
 
-const USAGE = `usage: npm run bench [-- --quick] [--only graph,kata,e2e,sweep,burst] [--no-build]
+const USAGE = `usage: npm run bench [-- --quick] [--only graph,kata,e2e,sweep,burst,pinned] [--no-build]
   --quick     short durations (a smoke run, about 2 minutes)
-  --only      a subset; sweep and burst run e2e first (they need its rate)
+  --only      a subset; sweep and burst run e2e first (they need its rate);
+              pinned pins Elasticsearch to CPU 0 and the load to CPU 1 (taskset)
   --no-build  run the worker through tsx instead of building dist/
 Writes bench/results/latest.md, index.html, latest.json and SVG plots.
 `;
@@ -68,6 +70,19 @@ function cpuModel(): string {
   return cpus()[0]?.model ?? 'unknown CPU';
 }
 
+/** Builds dist/ so that the worker runs as shipped; falls back to tsx if the build fails. */
+async function buildWorker(build: boolean, log: (line: string) => void): Promise<string[]> {
+  if (!build) return ['--import', 'tsx', 'src/cli/main.ts'];
+  try {
+    await promisify(execFile)('npm', ['run', '--silent', 'build'], { maxBuffer: 16 * 1024 * 1024 });
+    log('  built dist/ (npm run build): the worker runs as shipped, node dist/cli/main.js worker');
+    return ['dist/cli/main.js'];
+  } catch (err) {
+    log(`  npm run build failed (${(err as Error).message.split('\n')[0]}); running the worker through tsx`);
+    return ['--import', 'tsx', 'src/cli/main.ts'];
+  }
+}
+
 async function main(): Promise<void> {
   const { quick, build, only } = parseArgs(process.argv.slice(2));
   const started = performance.now();
@@ -92,32 +107,22 @@ async function main(): Promise<void> {
     log('  (run with --expose-gc for steadier graph numbers; npm run bench does)');
 
   if (only.has('graph')) {
-    log('\n[1/5] graph overhead …');
+    log('\n[1/6] graph overhead …');
     const s = await graphBenchmark({ quick, resultsDir });
     sections.push(s);
     show(s);
   }
   if (only.has('kata')) {
-    log('\n[2/5] the kata …');
+    log('\n[2/6] the kata …');
     const s = await kataBenchmark({ quick });
     sections.push(s);
     show(s);
   }
+  let workerEntry: string[] | undefined;
+  if (only.has('e2e') || only.has('sweep') || only.has('burst') || only.has('pinned'))
+    workerEntry = await buildWorker(build, log);
   if (only.has('e2e') || only.has('sweep') || only.has('burst')) {
-    log('\n[3-5/5] end to end on the local stack …');
-    let workerEntry: string[] | undefined;
-    if (build) {
-      try {
-        await promisify(execFile)('npm', ['run', '--silent', 'build'], { maxBuffer: 16 * 1024 * 1024 });
-        workerEntry = ['dist/cli/main.js'];
-        log('  built dist/ (npm run build): the worker runs as shipped, node dist/cli/main.js worker');
-      } catch (err) {
-        log(
-          `  npm run build failed (${(err as Error).message.split('\n')[0]}); running the worker through tsx`,
-        );
-        workerEntry = ['--import', 'tsx', 'src/cli/main.ts'];
-      }
-    } else workerEntry = ['--import', 'tsx', 'src/cli/main.ts'];
+    log('\n[3-5/6] end to end on the local stack …');
     const e2e = await endToEndBenchmarks({
       quick,
       resultsDir,
@@ -131,6 +136,12 @@ async function main(): Promise<void> {
       sections.push(s);
       show(s);
     }
+  }
+  if (only.has('pinned')) {
+    log('\n[6/6] Elasticsearch is the speed limit: pinned and not pinned …');
+    const s = await pinnedBenchmark({ quick, resultsDir, log, workerEntry });
+    sections.push(s);
+    show(s);
   }
 
   const git = await promisify(execFile)('git', ['describe', '--always', '--dirty'])

@@ -1,0 +1,366 @@
+/**
+ * Benchmark 6, "Elasticsearch is the speed limit": the worker against a raw `_bulk` loader with
+ * pre-encoded bodies, on the same documents, in one run:
+ *
+ *   pinned      Elasticsearch alone on CPU 0; the load (loader or worker) with Kafka, Redis and
+ *               this process on CPU 1. Events only, and 30% profile updates.
+ *   not pinned  everything on both cores, events only: what the worker's own CPU costs
+ *               Elasticsearch on one small box.
+ *
+ * Then one more not-pinned drain under `node --cpu-prof`: the worker's CPU per document by stage.
+ * The stack gets its CPUs back at the end, whatever happened.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { Client } from '@elastic/elasticsearch';
+import { planWorkload } from '../src/generator/workload.js';
+import { eventsMapping, profilesMapping } from '../src/worker/elasticsearch-setup.js';
+import { documentOf } from './lib/documents.js';
+import { drainRate } from './lib/drain.js';
+import { type Pinning, pinElasticsearchApart, pinningUnavailable } from './lib/pinning.js';
+import { barChart } from './lib/plot.js';
+import { encodeBodies, loadRaw, type RawDoc } from './lib/raw-bulk.js';
+import type { Section, Target } from './lib/report.js';
+import {
+  cpuSeconds,
+  ensureStack,
+  esClient,
+  kafkaClient,
+  produceAll,
+  RunResources,
+  stackEnv,
+  stackPids,
+} from './lib/stack.js';
+import { type StageTime, stagesOfProfileFile } from './lib/stages.js';
+import { fmt } from './lib/stats.js';
+import { BenchWorker } from './lib/worker.js';
+
+export interface PinnedOptions {
+  readonly quick: boolean;
+  readonly resultsDir: string;
+  readonly log: (line: string) => void;
+  readonly workerEntry?: readonly string[];
+}
+
+interface Workload {
+  readonly key: string;
+  readonly label: string;
+  readonly profileShare: number;
+  readonly topic: string;
+  readonly docs: RawDoc[];
+}
+
+interface CeilingRun {
+  readonly rate: number;
+  readonly batch: number;
+  readonly concurrency: number;
+  readonly esCores: number;
+  readonly errors: number;
+}
+
+interface WorkerRun {
+  readonly rate: number;
+  readonly drained: boolean;
+  readonly cpuUsPerDoc: number;
+  readonly esCores: number;
+  readonly peakRssMb: number;
+}
+
+interface Row {
+  readonly mode: 'pinned' | 'not pinned';
+  readonly workload: Workload;
+  readonly ceiling: CeilingRun;
+  readonly worker: WorkerRun;
+}
+
+interface Ctx extends PinnedOptions {
+  readonly runId: string;
+  readonly res: RunResources;
+  readonly pids: Record<string, number | undefined>;
+  readonly logDir: string;
+  runs: number;
+}
+
+const CLIENTS = 10_000;
+
+export async function pinnedBenchmark(opts: PinnedOptions): Promise<Section> {
+  await ensureStack();
+  const runId = `pin-${new Date().toISOString().slice(0, 16).replace(/[-:T]/g, '')}-${randomBytes(2).toString('hex')}`;
+  const kafka = kafkaClient('rxingest-bench-pinned');
+  const logDir = join(opts.resultsDir, 'logs');
+  mkdirSync(logDir, { recursive: true });
+  const ctx: Ctx = {
+    ...opts,
+    runId,
+    res: new RunResources(runId, kafka),
+    pids: await stackPids(),
+    logDir,
+    runs: 0,
+  };
+  try {
+    return await runPinned(ctx, kafka);
+  } finally {
+    opts.log('  cleaning up the run’s topics, indices, groups and Redis keys …');
+    const problems = await ctx.res.cleanUp();
+    if (problems.length > 0) opts.log(`  clean-up problems: ${problems.join('; ')}`);
+  }
+}
+
+async function runPinned(ctx: Ctx, kafka: ReturnType<typeof kafkaClient>): Promise<Section> {
+  const n = ctx.quick ? 30_000 : 200_000;
+  const workloads: Workload[] = [];
+  for (const [key, label, profileShare] of [
+    ['events', 'events only', 0],
+    ['mixed', '30% profile updates', 0.3],
+  ] as const) {
+    const plan = planWorkload({
+      seed: 7,
+      count: n,
+      ratePerSec: 5_000,
+      clients: CLIENTS,
+      profileShare,
+      duplicateShare: 0.01,
+      poisonShare: 0,
+      hostileKeyShare: 0,
+    });
+    const topic = ctx.res.name(`${key}-backlog`);
+    await ctx.res.createTopic(topic, 8);
+    const p = await produceAll(kafka, topic, plan);
+    ctx.log(`  backlog ${label}: ${fmt(p.count, 0)} messages (${fmt((p.count * 1000) / p.ms, 0)}/s)`);
+    workloads.push({ key, label, profileShare, topic, docs: plan.map(documentOf) });
+  }
+
+  const rows: Row[] = [];
+  const notes: string[] = [];
+  const unavailable = await pinningUnavailable();
+  const esPid = ctx.pids.elasticsearch;
+  if (unavailable || esPid === undefined) {
+    notes.push(`Pinned mode did not run: ${unavailable ?? 'no Elasticsearch pid found'}.`);
+  } else {
+    const { elasticsearch: _, ...others } = ctx.pids;
+    let pinning: Pinning | undefined;
+    try {
+      pinning = await pinElasticsearchApart({ elasticsearch: esPid, others });
+      ctx.log(`  pinned: ${pinning.layout}`);
+      notes.push(`Pinned layout: ${pinning.layout}.`);
+      for (const w of workloads) rows.push(await measure(ctx, 'pinned', w, n));
+    } finally {
+      await pinning?.restore();
+      ctx.log('  pinning undone: every process has its CPUs back');
+    }
+  }
+  rows.push(await measure(ctx, 'not pinned', workloads[0]!, n));
+
+  ctx.log('  profiling the worker (node --cpu-prof), not pinned, events only …');
+  const stages = await profileStages(ctx, workloads[0]!, n);
+  return section(n, rows, stages, notes);
+}
+
+async function measure(ctx: Ctx, mode: Row['mode'], w: Workload, n: number): Promise<Row> {
+  ctx.log(`  ${mode}, ${w.label}: the raw _bulk ceiling …`);
+  const ceiling = await rawCeiling(ctx, w);
+  ctx.log(
+    `    raw ceiling ${fmt(ceiling.rate, 0)} docs/s (batch ${ceiling.batch} × ${ceiling.concurrency} in flight)`,
+  );
+  ctx.log(`  ${mode}, ${w.label}: the worker drains ${fmt(n, 0)} …`);
+  const { run: worker } = await drainWithWorker(ctx, w, n);
+  ctx.log(
+    `    worker ${fmt(worker.rate, 0)} docs/s (${fmt(worker.rate / ceiling.rate, 2)} of the ceiling); ` +
+      `${fmt(worker.cpuUsPerDoc, 1)} µs CPU/doc; peak RSS ${fmt(worker.peakRssMb, 0)} MB`,
+  );
+  return { mode, workload: w, ceiling, worker };
+}
+
+async function freshIndices(ctx: Ctx, tag: string): Promise<{ events: string; profiles: string }> {
+  const names = { events: ctx.res.name(`${tag}-events`), profiles: ctx.res.name(`${tag}-profiles`) };
+  await ctx.res.createIndex(names.events, eventsMapping);
+  await ctx.res.createIndex(names.profiles, profilesMapping);
+  return names;
+}
+
+async function dropIndices(names: { events: string; profiles: string }): Promise<void> {
+  const es = esClient();
+  try {
+    await es.indices.delete({ index: [names.events, names.profiles] }).catch(() => undefined);
+  } finally {
+    await es.close();
+  }
+}
+
+/** The best of a short search over batch size and concurrency, then every document at that setting. */
+async function rawCeiling(ctx: Ctx, w: Workload): Promise<CeilingRun> {
+  const es = new Client({ node: stackEnv.esNode, requestTimeout: 120_000 });
+  try {
+    const sample = w.docs.slice(0, ctx.quick ? 8_000 : 30_000);
+    const trials: { batch: number; concurrency: number; rate: number }[] = [];
+    const trial = async (batch: number, concurrency: number) => {
+      const names = await freshIndices(ctx, `c${ctx.runs++}`);
+      const bodies = encodeBodies(sample, names, batch);
+      const r = await loadRaw(es, bodies, sample.length, concurrency);
+      await dropIndices(names);
+      trials.push({ batch, concurrency, rate: r.rate });
+    };
+    for (const b of ctx.quick ? [1000, 4000] : [500, 1000, 2000, 4000]) await trial(b, 2);
+    const bestBatch = trials.reduce((a, t) => (t.rate > a.rate ? t : a)).batch;
+    for (const c of ctx.quick ? [4] : [1, 4]) await trial(bestBatch, c);
+    const best = trials.reduce((a, t) => (t.rate > a.rate ? t : a));
+
+    const names = await freshIndices(ctx, `c${ctx.runs++}`);
+    const bodies = encodeBodies(w.docs, names, best.batch);
+    const esBefore = cpuOf(ctx.pids.elasticsearch);
+    const r = await loadRaw(es, bodies, w.docs.length, best.concurrency);
+    const esCores = (cpuOf(ctx.pids.elasticsearch) - esBefore) / (r.ms / 1000);
+    await dropIndices(names);
+    return { rate: r.rate, batch: best.batch, concurrency: best.concurrency, esCores, errors: r.errors };
+  } finally {
+    await es.close();
+  }
+}
+
+const cpuOf = (pid: number | undefined) => (pid === undefined ? Number.NaN : (cpuSeconds(pid) ?? Number.NaN));
+
+function workerEnv(ctx: Ctx, tag: string, topic: string): Record<string, string> {
+  const prefix = `${ctx.runId}:${tag}:`;
+  ctx.res.redisPrefixes.add(prefix);
+  return {
+    INGEST_TOPICS: topic,
+    INGEST_GROUP: ctx.res.name(`${tag}-group`),
+    PROFILES_INDEX: ctx.res.name(`${tag}-profiles`),
+    EVENTS_INDEX: ctx.res.name(`${tag}-events`),
+    DLQ_TOPIC: ctx.res.name('dlq'),
+    TRIGGERS_TOPIC: ctx.res.name('triggers'),
+    REDIS_KEY_PREFIX: prefix,
+  };
+}
+
+/** The worker as shipped drains the backlog; rate, its CPU per document, ES's CPU, peak RSS. */
+async function drainWithWorker(ctx: Ctx, w: Workload, n: number, cpuProfDir?: string) {
+  const tag = `w${ctx.runs++}`;
+  const name = `${ctx.runId}-${tag}`;
+  const worker = await BenchWorker.start({
+    entry: ctx.workerEntry,
+    name,
+    logDir: ctx.logDir,
+    stackPids: ctx.pids,
+    cpuProfDir,
+    env: workerEnv(ctx, tag, w.topic),
+  });
+  let drained = false;
+  try {
+    drained = await worker.waitForDone(n, ctx.quick ? 60_000 : 180_000);
+  } finally {
+    await worker.stop(30_000);
+  }
+  await dropIndices({ events: ctx.res.name(`${tag}-events`), profiles: ctx.res.name(`${tag}-profiles`) });
+  const { rate, ms } = drainRate(worker, n);
+  const first = worker.samples.find((s) => s.inFlight > 0 || s.done > 0);
+  const endT = worker.timeOfDone(n) ?? worker.last?.t ?? 0;
+  const last = worker.samples.find((s) => s.t >= endT) ?? worker.last;
+  const used = (k: string) => (last?.cpu[k] ?? Number.NaN) - (first?.cpu[k] ?? Number.NaN);
+  const done = (last?.done ?? 0) - (first?.done ?? 0);
+  const run: WorkerRun = {
+    rate,
+    drained,
+    cpuUsPerDoc: (used('worker') * 1e6) / Math.max(1, done),
+    esCores: used('elasticsearch') / (ms / 1000),
+    peakRssMb: worker.peakRssMb(),
+  };
+  return { run, worker, name, window: { fromMs: first?.t ?? 0, toMs: endT } };
+}
+
+async function profileStages(ctx: Ctx, w: Workload, n: number): Promise<StageTime[] | undefined> {
+  const dir = join(ctx.resultsDir, 'profiles');
+  mkdirSync(dir, { recursive: true });
+  const r = await drainWithWorker(ctx, w, n, dir);
+  return stagesOfProfileFile(join(dir, `${r.name}.cpuprofile`), r.window).catch(() => undefined);
+}
+
+function section(n: number, rows: readonly Row[], stages: StageTime[] | undefined, notes: string[]): Section {
+  const ratio = (r: Row) => r.worker.rate / r.ceiling.rate;
+  const find = (mode: Row['mode'], key: string) =>
+    rows.find((r) => r.mode === mode && r.workload.key === key);
+  const target = (name: string, want: number, r: Row | undefined): Target => ({
+    name,
+    target: `≥ ${want}`,
+    value: r ? fmt(ratio(r), 2) : 'not measured',
+    pass: r ? ratio(r) >= want : undefined,
+  });
+  const peak = Math.max(0, ...rows.map((r) => r.worker.peakRssMb));
+  const unpinned = find('not pinned', 'events');
+  const totalUs = unpinned?.worker.cpuUsPerDoc ?? Number.NaN;
+  const stageRows = (stages ?? []).map((s) => [s.stage, fmt(s.share * 100, 1), fmt(s.share * totalUs, 1)]);
+  notes.push(
+    `Each row drains the same ${fmt(n, 0)} pre-produced messages (8 partitions, ${fmt(CLIENTS, 0)} clients, 1% re-sent copies); the raw loader writes the same documents, encoded into NDJSON bodies before its clock starts, with the best of a short batch-size and concurrency search.`,
+    'Worker CPU per document is the worker process’s user+system time (/proc) from its first record to its last, divided by the records done; Elasticsearch cores is its CPU time over the same span.',
+  );
+  if (stages)
+    notes.push(
+      'Stages come from a separate not-pinned drain under node --cpu-prof: each sample is charged to the innermost frame that belongs to a stage; µs per document apportions the measured worker CPU per document by those shares.',
+    );
+  return {
+    id: 'pinned',
+    title: 'Elasticsearch is the speed limit: worker vs raw _bulk, pinned and not',
+    tables: [
+      {
+        head: [
+          'mode',
+          'workload',
+          'raw _bulk ceiling (docs/s)',
+          'worker (docs/s)',
+          'ratio',
+          'worker CPU (µs/doc)',
+          'ES cores (ceiling / worker)',
+          'worker peak RSS (MB)',
+        ],
+        rows: rows.map((r) => [
+          r.mode,
+          r.workload.label,
+          `${fmt(r.ceiling.rate, 0)} (batch ${r.ceiling.batch} × ${r.ceiling.concurrency})`,
+          `${fmt(r.worker.rate, 0)}${r.worker.drained ? '' : ' (did not drain)'}`,
+          fmt(ratio(r), 2),
+          fmt(r.worker.cpuUsPerDoc, 1),
+          `${fmt(r.ceiling.esCores, 2)} / ${fmt(r.worker.esCores, 2)}`,
+          fmt(r.worker.peakRssMb, 0),
+        ]),
+      },
+      ...(stageRows.length > 0
+        ? [
+            {
+              title: 'Worker CPU by stage (not pinned, events only, from a CPU profile)',
+              head: ['stage', 'share of worker CPU (%)', 'µs per document'],
+              rows: stageRows,
+            },
+          ]
+        : []),
+    ],
+    targets: [
+      target('pinned, events only: worker ÷ raw ceiling', 0.95, find('pinned', 'events')),
+      target('pinned, 30% profile updates: worker ÷ raw ceiling', 0.9, find('pinned', 'mixed')),
+      target('not pinned, events only: worker ÷ raw ceiling', 0.5, unpinned),
+      {
+        name: 'worker peak RSS in these drains',
+        target: '< 256 MB',
+        value: `${fmt(peak, 0)} MB`,
+        pass: peak > 0 ? peak < 256 : undefined,
+      },
+    ],
+    notes,
+    plots: [
+      {
+        file: 'pinned-throughput.svg',
+        title: 'Worker vs raw _bulk ceiling',
+        svg: barChart({
+          title: 'Worker vs raw _bulk ceiling, same documents, same run',
+          categories: rows.map((r) => `${r.mode}, ${r.workload.label}`),
+          series: [
+            { name: 'raw _bulk ceiling', values: rows.map((r) => r.ceiling.rate) },
+            { name: 'worker', values: rows.map((r) => r.worker.rate) },
+          ],
+          unit: 'docs/s',
+        }),
+      },
+    ],
+    data: { n, rows: rows.map((r) => ({ ...r, workload: r.workload.label })), stages },
+  };
+}
