@@ -8,11 +8,17 @@ import { bulkOutcome } from './elasticsearch-request-outcome.js';
 export type BulkItem = {
   status: number;
   error?: ElasticsearchItemError;
-  result?: string;
   _seq_no?: number;
   _primary_term?: number;
 };
 export type BulkAnswer = Record<string, BulkItem>;
+
+/**
+ * Only what the store reads of each item: the rest of an item (`_index`, `_id`, `_version`,
+ * `result`, `_shards`) is most of a bulk answer, and costs Elasticsearch to write and the
+ * worker to parse, per document.
+ */
+const ANSWER_FIELDS = 'items.*.status,items.*.error,items.*._seq_no,items.*._primary_term';
 
 /** Requests that go through whole, at the cap, before it doubles. */
 const GROWTH_AFTER = 8;
@@ -61,7 +67,7 @@ export class BulkRequests {
     const { signal } = context;
     const res = await attemptRequest(
       context,
-      () => this.client.bulk({ operations, refresh: false }, signal ? { signal } : {}),
+      () => this.client.bulk({ operations, refresh: false, filter_path: ANSWER_FIELDS }, signal ? { signal } : {}),
       (answer) => bulkOutcome(answer.items as unknown as BulkAnswer[]),
     );
     if (!res.done) {

@@ -100,6 +100,66 @@ describe('RedisKnownCopies', () => {
     }
   });
 
+  it('writes a batch of marks in one script, and loads the script again after SCRIPT FLUSH', async () => {
+    const s = store('scripted');
+    const raw = new Redis(redis.url);
+    try {
+      await waitFor('Redis up', () => s.health.usable, { timeoutMs: 5_000 });
+      const monitor = await raw.monitor();
+      const sent: string[] = [];
+      // MONITOR shows what clients send; a script's own calls come from source "lua".
+      monitor.on('monitor', (_time: string, args: string[], source: string) => {
+        if (source !== 'lua') sent.push(String(args[0]).toLowerCase());
+      });
+      const batch = Array.from({ length: 200 }, (_, i) => ({ event: event(`s${i}`), owner: `in/0/${i}` }));
+      await s.known.remember(batch);
+      await waitFor('the script seen', () => sent.some((c) => c === 'evalsha' || c === 'eval'), {
+        timeoutMs: 5_000,
+      });
+      monitor.disconnect();
+      // One script run (EVALSHA, and EVAL the first time after NOSCRIPT), no SET per mark.
+      expect(sent.filter((c) => c === 'set')).toHaveLength(0);
+      expect(sent.filter((c) => c === 'evalsha' || c === 'eval').length).toBeLessThanOrEqual(2);
+      expect((await s.known.owners(batch.map((b) => b.event))).size).toBe(200);
+      expect(await raw.pttl('rxingest:owner:scripted:s199')).toBeGreaterThan(50_000);
+
+      await raw.script('FLUSH');
+      await s.known.remember([{ event: event('after-flush'), owner: 'in/0/999' }]);
+      expect((await s.known.owners([event('after-flush')])).get('after-flush')).toBe('in/0/999');
+    } finally {
+      raw.disconnect();
+      s.close();
+    }
+  });
+
+  it('a Redis user that may not run scripts still gets its marks (a pipeline), with one warning', async () => {
+    const raw = new Redis(redis.url);
+    const user = uniqueName('noscript');
+    await raw.acl('SETUSER', user, 'on', '>noscript-pw', '~*', '+@all', '-@scripting');
+    const url = new URL(redis.url);
+    url.username = user;
+    url.password = 'noscript-pw';
+    const s = store('noscript', url.toString());
+    try {
+      await waitFor('Redis up', () => s.health.usable, { timeoutMs: 5_000 });
+      await s.known.remember([{ event: event('n1'), owner: 'in/0/1' }]);
+      await s.known.remember([{ event: event('n2'), owner: 'in/0/2' }]);
+      expect(await s.known.owners([event('n1'), event('n2')])).toEqual(
+        new Map([
+          ['n1', 'in/0/1'],
+          ['n2', 'in/0/2'],
+        ]),
+      );
+      const warnings = s.lines.filter((l) => /does not run scripts/.test(l.msg));
+      expect(warnings).toHaveLength(1);
+      expect(JSON.stringify(s.lines)).not.toContain('noscript-pw');
+    } finally {
+      s.close();
+      await raw.acl('DELUSER', user);
+      raw.disconnect();
+    }
+  });
+
   it('keeps the marks of two pipelines (consumer groups) apart', async () => {
     const one = store('pipeline-one');
     const two = store('pipeline-two');
