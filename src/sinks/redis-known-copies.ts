@@ -4,7 +4,7 @@ import { eventsIndexFor } from '../model/event-index.js';
 import { describeError } from '../model/failures.js';
 import type { OriginKey } from '../model/message.js';
 import type { IndexEpochs } from './elasticsearch-index-epochs.js';
-import type { EventKey, KnownCopies } from './ports.js';
+import type { CallGate, CallPass, EventKey, KnownCopies } from './ports.js';
 import type { RedisHealth } from './redis-health.js';
 
 export interface RedisKnownCopiesOptions {
@@ -16,7 +16,35 @@ export interface RedisKnownCopiesOptions {
   readonly eventsIndex: string;
 }
 
+/** Why a Redis call gave its fallback: bounded label values (`rxingest_retries_total{target="redis",reason}`). */
+export type RedisFallbackReason = 'timeout' | 'connection' | 'refused' | 'breaker-open';
+
+/** What the owner marks report about Redis (the worker's metrics implement it). */
+export interface RedisObserver {
+  /**
+   * A lookup (MGET) or a marking (SET pipeline) did not happen or failed, so the worker went
+   * on without it: the ids are "unknown", Elasticsearch decides.
+   */
+  fallback(op: 'lookup' | 'mark', reason: RedisFallbackReason): void;
+}
+
+export interface RedisKnownCopiesDeps {
+  readonly epochs: Pick<IndexEpochs, 'of'>;
+  /** Told of connection trouble (`rxingest_redis_up`, one log line per change); its probe brings it back. */
+  readonly health: Pick<RedisHealth, 'failed'>;
+  /** The Redis circuit breaker: while it is open, no call goes out. */
+  readonly gate: CallGate;
+  readonly observer?: RedisObserver;
+  readonly log: Logger;
+}
+
 const NOTHING: ReadonlyMap<string, OriginKey> = new Map();
+
+/** A failed call's reason: Redis refusing the command, a command timeout, or the connection. */
+export function redisFailureReason(err: unknown): Exclude<RedisFallbackReason, 'breaker-open'> {
+  if ((err as { name?: string }).name === 'ReplyError') return 'refused';
+  return /timed? ?out/i.test((err as Error | undefined)?.message ?? '') ? 'timeout' : 'connection';
+}
 
 /**
  * Owner marks in Redis: `<prefix><group>:<id>` → `<index uuid>|<origin>`, with a TTL, one
@@ -24,6 +52,10 @@ const NOTHING: ReadonlyMap<string, OriginKey> = new Map();
  * index it describes is the live one (same uuid), so a deleted and rebuilt index never
  * inherits marks, and marks are scoped to the consumer group. Every failure means
  * "unknown": Elasticsearch's origin decides, nothing waits on Redis, nothing fails.
+ *
+ * Every call goes through the Redis circuit breaker (`deps.gate`): after repeated
+ * failures it opens and the calls are not made at all for a cool-down (a frozen Redis
+ * would otherwise cost each batch a command timeout), then a probe call decides.
  */
 export class RedisKnownCopies implements KnownCopies {
   private readonly scope: string;
@@ -32,20 +64,21 @@ export class RedisKnownCopies implements KnownCopies {
   constructor(
     private readonly redis: Redis,
     private readonly options: RedisKnownCopiesOptions,
-    private readonly epochs: IndexEpochs,
-    private readonly health: RedisHealth,
-    private readonly log: Logger,
+    private readonly deps: RedisKnownCopiesDeps,
   ) {
     this.scope = `${options.keyPrefix}${encodeURIComponent(options.group)}:`;
   }
 
   async owners(events: readonly EventKey[]): Promise<ReadonlyMap<string, OriginKey>> {
-    if (events.length === 0 || !this.health.usable) return NOTHING;
+    if (events.length === 0) return NOTHING;
+    const pass = this.pass('lookup');
+    if (pass === undefined) return NOTHING;
     let values: (string | null)[];
     try {
       values = await this.redis.mget(events.map((e) => this.scope + e.id));
+      pass.release('ok');
     } catch (err) {
-      this.trouble(err);
+      this.trouble('lookup', pass, err);
       return NOTHING;
     }
     const found = new Map<string, OriginKey>();
@@ -54,42 +87,65 @@ export class RedisKnownCopies implements KnownCopies {
       if (typeof v !== 'string') continue;
       const bar = v.indexOf('|');
       if (bar < 0) continue;
-      const epoch = await this.epochs.of(eventsIndexFor(this.options.eventsIndex, events[i]!.ts));
+      const epoch = await this.deps.epochs.of(eventsIndexFor(this.options.eventsIndex, events[i]!.ts));
       if (epoch !== undefined && v.slice(0, bar) === epoch) found.set(events[i]!.id, v.slice(bar + 1));
     }
     return found;
   }
 
   async remember(owners: readonly { event: EventKey; owner: OriginKey }[]): Promise<void> {
-    if (owners.length === 0 || !this.health.usable) return;
+    if (owners.length === 0) return;
     const pipeline = this.redis.pipeline();
     let n = 0;
     for (const { event, owner } of owners) {
-      const epoch = await this.epochs.of(eventsIndexFor(this.options.eventsIndex, event.ts));
+      const epoch = await this.deps.epochs.of(eventsIndexFor(this.options.eventsIndex, event.ts));
       if (epoch === undefined) continue;
       pipeline.set(this.scope + event.id, `${epoch}|${owner}`, 'PX', this.options.ttlMs);
       n++;
     }
     if (n === 0) return;
+    const pass = this.pass('mark');
+    if (pass === undefined) return;
     try {
-      const results = await pipeline.exec();
-      const refused = results?.find(([err]) => err !== null)?.[0];
-      if (refused) this.refused(refused);
+      // exec() resolves even when every command failed: a pipeline's command timeouts and
+      // refusals come back per command, and they say what happened to the call.
+      const failed = (await pipeline.exec())?.find(([err]) => err !== null)?.[0];
+      if (failed) this.trouble('mark', pass, failed);
+      else pass.release('ok');
     } catch (err) {
-      this.trouble(err);
+      this.trouble('mark', pass, err);
     }
   }
 
-  /** The connection is the problem (timeout, refused, closed): stop asking until the probe says so; a reply error is Redis refusing. */
-  private trouble(err: unknown): void {
-    if ((err as { name?: string }).name === 'ReplyError') this.refused(err);
-    else this.health.failed(err);
+  /** A pass from the breaker, or undefined (counted): it is open, do not call. */
+  private pass(op: 'lookup' | 'mark'): CallPass | undefined {
+    const pass = this.deps.gate.tryPass();
+    if (pass === undefined) this.deps.observer?.fallback(op, 'breaker-open');
+    return pass;
+  }
+
+  /**
+   * A reply error is Redis refusing (it answered: not a breaker failure); anything else —
+   * a command timeout, a refused or closed connection — counts against the breaker and
+   * tells the health (the metric, one log line, its probe).
+   */
+  private trouble(op: 'lookup' | 'mark', pass: CallPass, err: unknown): void {
+    const reason = redisFailureReason(err);
+    if (reason === 'refused') {
+      pass.release('ok');
+      this.refused(op, err);
+      return;
+    }
+    pass.release('failed');
+    this.deps.observer?.fallback(op, reason);
+    this.deps.health.failed(err);
   }
 
   /** Redis answers but refuses writes (OOM, READONLY): marks are lost, nothing else; say so now and then. */
-  private refused(err: unknown): void {
+  private refused(op: 'lookup' | 'mark', err: unknown): void {
+    this.deps.observer?.fallback(op, 'refused');
     if (this.refusals++ % 1000 === 0) {
-      this.log.warn(
+      this.deps.log.warn(
         { err: describeError(err), times: this.refusals },
         'Redis refuses owner marks; ingesting without them',
       );
