@@ -3,7 +3,7 @@
  *
  *   npm run bench                       the full suite (≤ 15 min on a 2-core machine)
  *   npm run bench -- --quick            short durations: a smoke run (≤ 2 min)
- *   npm run bench -- --only graph,kata  a subset: graph, kata, e2e, sweep, burst
+ *   npm run bench -- --only graph,kata  a subset: graph, kata, e2e, sweep, burst, hot
  *   npm run bench -- --no-build         run the worker from src through tsx instead of building dist/
  *
  * Prints a table per benchmark and writes bench/results/latest.md, index.html, latest.json and
@@ -17,13 +17,14 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { endToEndBenchmarks } from './e2e.js';
 import { graphBenchmark } from './graph.js';
+import { hotBenchmark } from './hot.js';
 import { kataBenchmark } from './kata.js';
 import { type MachineInfo, writeResults } from './lib/output.js';
 import { type Section, targetsTable, textTable } from './lib/report.js';
 
-const ALL = ['graph', 'kata', 'e2e', 'sweep', 'burst'] as const;
+const ALL = ['graph', 'kata', 'e2e', 'sweep', 'burst', 'hot'] as const;
 
-const USAGE = `usage: npm run bench [-- --quick] [--only graph,kata,e2e,sweep,burst] [--no-build]
+const USAGE = `usage: npm run bench [-- --quick] [--only graph,kata,e2e,sweep,burst,hot] [--no-build]
   --quick     short durations (a smoke run, about 2 minutes)
   --only      a subset; sweep and burst run e2e first (they need its rate)
   --no-build  run the worker through tsx instead of building dist/
@@ -92,19 +93,19 @@ async function main(): Promise<void> {
     log('  (run with --expose-gc for steadier graph numbers; npm run bench does)');
 
   if (only.has('graph')) {
-    log('\n[1/5] graph overhead …');
+    log('\n[1/6] graph overhead …');
     const s = await graphBenchmark({ quick, resultsDir });
     sections.push(s);
     show(s);
   }
   if (only.has('kata')) {
-    log('\n[2/5] the kata …');
+    log('\n[2/6] the kata …');
     const s = await kataBenchmark({ quick });
     sections.push(s);
     show(s);
   }
   if (only.has('e2e') || only.has('sweep') || only.has('burst')) {
-    log('\n[3-5/5] end to end on the local stack …');
+    log('\n[3-5/6] end to end on the local stack …');
     let workerEntry: string[] | undefined;
     if (build) {
       try {
@@ -131,6 +132,13 @@ async function main(): Promise<void> {
       sections.push(s);
       show(s);
     }
+  }
+
+  if (only.has('hot')) {
+    log('\n[6/6] hot clients: partition load with and without spreading …');
+    const s = await hotBenchmark({ quick, log });
+    sections.push(s);
+    show(s);
   }
 
   const git = await promisify(execFile)('git', ['describe', '--always', '--dirty'])
