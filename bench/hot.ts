@@ -156,7 +156,7 @@ function section(runs: readonly Run[], count: number): Section {
     notes: [
       'Each column is its own 8-partition topic with the same seeded messages sent through the producer library (`createIngestProducer` with a `RedisControlSource`); counts are the partitions’ end offsets. “hot n” is the hot client’s share of a partition.',
       'Spread over `s` partitions, the hot client puts 1/s of its records on each of `s` consecutive partitions after its own; the others stay where murmur2 puts their keys, so what is left uneven with spread 8 is theirs (80 keys over 8 partitions).',
-      'The hot set comes from the store a worker uses (RedisHotClientStore), fed the rate directly; how fast a running worker marks a client hot is measured by the integration test `pushback-hot-clients` (1.4–1.9 s with HOT_CLIENT_INTERVAL_MS=1000).',
+      'The hot set comes from the store a worker uses (RedisHotClientStore), fed the rate directly; how fast a running worker marks a client hot is measured by the integration test `pushback-hot-clients` (1.3–1.9 s with HOT_CLIENT_INTERVAL_MS=1000).',
     ],
     plots: [
       {
