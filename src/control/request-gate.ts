@@ -1,6 +1,6 @@
-import type { RequestGate, RequestOutcome, RequestPass } from '../sinks/ports.js';
+import type { CallGate, CallPass, RequestGate, RequestOutcome, RequestPass } from '../sinks/ports.js';
 import type { AdaptiveConcurrencyLimiter } from './adaptive-concurrency.js';
-import type { CircuitBreaker } from './circuit-breaker.js';
+import { BreakerDisposedError, type CircuitBreaker } from './circuit-breaker.js';
 import type { Clock } from './clock.js';
 import { systemClock } from './clock.js';
 
@@ -58,5 +58,27 @@ export class AdmissionGate implements RequestGate {
         }
       },
     };
+  }
+}
+
+/**
+ * The CallGate of an optional server (Redis): the breaker's admission, without waiting and
+ * without a concurrency limit (a call that is not let through takes its fallback at once).
+ * A disposed breaker (the worker stopping) lets nothing through.
+ */
+export class BreakerCallGate implements CallGate {
+  constructor(private readonly breaker: CircuitBreaker) {}
+
+  tryPass(): CallPass | undefined {
+    let ticket: ReturnType<CircuitBreaker['tryAdmit']>;
+    try {
+      ticket = this.breaker.tryAdmit();
+    } catch (err) {
+      if (err instanceof BreakerDisposedError) return undefined;
+      throw err;
+    }
+    if (ticket === undefined) return undefined;
+    const t = ticket;
+    return { release: (result) => (result === 'ok' ? t.success() : t.failure()) };
   }
 }

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Admin, Kafka } from 'kafkajs';
 import type { ControlSettings } from '../config/control-settings.js';
-import type { RequestGate } from '../sinks/ports.js';
+import type { CallGate, RequestGate } from '../sinks/ports.js';
 import { AdaptiveConcurrencyLimiter } from './adaptive-concurrency.js';
 import { type BreakerChange, CircuitBreaker } from './circuit-breaker.js';
 import { HotClientMonitor, HotClientSampler, RedisHotClientStore } from './hot-clients.js';
@@ -9,9 +9,12 @@ import { LagMonitor } from './lag-monitor.js';
 import type { TopicLagState } from './lag-policy.js';
 import { sampleGroupLag, type TopicLagSample } from './lag-sampler.js';
 import { ProducerLimitPublisher } from './producer-limits.js';
-import { AdmissionGate } from './request-gate.js';
+import { AdmissionGate, BreakerCallGate } from './request-gate.js';
 import { ensureControlTopic, type ShedDecision, ShedDecisionSubscriber } from './shed-channel.js';
 import { type ShedChange, ShedController } from './shed-controller.js';
+
+/** The longest the Redis breaker stays open between probes (ms), unless BREAKER_OPEN_MS is longer. */
+const REDIS_OPEN_MAX_MS = 10_000;
 
 /** What the worker does with each push-back event: log lines, metrics, pausing partitions. */
 export interface PushbackHooks {
@@ -23,6 +26,11 @@ export interface PushbackHooks {
    * then are the probes) and `closed`.
    */
   readonly onBreakerChange?: (change: BreakerChange) => void;
+  /**
+   * The Redis breaker changed: one log line, `rxingest_breaker_state{target="redis"}`.
+   * Nothing is paused: while it is open the owner marks are simply not used.
+   */
+  readonly onRedisBreakerChange?: (change: BreakerChange) => void;
   /** Pause the topics' partitions / resume them; one log line each; `rxingest_topic_shed{topic}`. */
   readonly onShedChange?: (change: ShedChange) => void;
   /** The operators' current decisions (for a log line). */
@@ -64,6 +72,15 @@ export class WorkerPushback {
   readonly breaker: CircuitBreaker;
   /** Hand to the Elasticsearch store: one pass per bulk and mget, retries included. */
   readonly gate: RequestGate;
+  /**
+   * Around Redis (the owner marks): the same breaker and BREAKER_* settings as around
+   * Elasticsearch, minus the slow-call rule (the worker's Redis commands time out after
+   * 1 s, which counts as a failure by itself) and open for at most 10 s between probes.
+   * It never waits and pauses nothing.
+   */
+  readonly redisBreaker: CircuitBreaker;
+  /** Hand to the owner marks (RedisKnownCopies): one pass per MGET and per SET pipeline. */
+  readonly redisGate: CallGate;
   readonly shedding: ShedController;
   private readonly lagMonitor: LagMonitor;
   private readonly subscriber: ShedDecisionSubscriber;
@@ -86,6 +103,17 @@ export class WorkerPushback {
       },
     });
     this.gate = new AdmissionGate(this.limiter, this.breaker);
+    this.redisBreaker = new CircuitBreaker(
+      {
+        ...s.breaker,
+        slowCallMs: 0,
+        // A probe against a Redis still away costs one batch a command timeout at most, and a
+        // Redis that is back saves work at once: probe at least every 10 s.
+        openMaxMs: Math.min(s.breaker.openMaxMs, Math.max(s.breaker.openMs, REDIS_OPEN_MAX_MS)),
+      },
+      { ...(hooks.onRedisBreakerChange ? { onStateChange: hooks.onRedisBreakerChange } : {}) },
+    );
+    this.redisGate = new BreakerCallGate(this.redisBreaker);
     const limits =
       o.redis && s.producerLimits.lagHigh > 0
         ? new ProducerLimitPublisher(o.redis, {
@@ -171,5 +199,6 @@ export class WorkerPushback {
       this.subscriberStarted ? this.subscriber.stop() : undefined,
     ]);
     this.breaker.dispose();
+    this.redisBreaker.dispose();
   }
 }

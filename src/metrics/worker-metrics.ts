@@ -3,6 +3,7 @@ import type { ErrorClass } from '../model/message.js';
 import type { OutRecord } from '../model/out-record.js';
 import type { OutcomeKind } from '../model/outcome.js';
 import type { ElasticsearchStoreObserver } from '../sinks/elasticsearch-observer.js';
+import type { RedisObserver } from '../sinks/redis-known-copies.js';
 
 /** The contract's breaker states, as the numbers `rxingest_breaker_state` carries. */
 export const BREAKER_STATES = { closed: 0, 'half-open': 1, open: 2 } as const;
@@ -165,7 +166,7 @@ export class WorkerMetrics {
   });
   readonly retries = new Counter({
     name: 'rxingest_retries_total',
-    help: 'Retries after a transient failure, by target (elasticsearch: documents sent again; kafka: partition restarts) and reason',
+    help: 'Retries after a transient failure, by target (elasticsearch: requests and documents sent again; redis: calls that failed or were skipped, the work left to Elasticsearch; kafka: partition restarts, start-up reads, commits sent again) and reason',
     labelNames: ['target', 'reason'] as const,
     registers: this.r,
   });
@@ -273,6 +274,20 @@ export class WorkerMetrics {
       request: (op, seconds) => this.esRequestDuration.observe({ op }, seconds),
       retries: (reason, count) => this.countRetries('elasticsearch', reason, count),
       conflicts: (kind, count) => this.esConflicts.inc({ kind }, count),
+    };
+  }
+
+  /**
+   * What the owner marks report about Redis: every fallback is a `rxingest_retries_total`
+   * with target="redis" (the call's work goes round through Elasticsearch instead); the
+   * failed calls (not those the open breaker kept back) also count as Redis errors.
+   */
+  redisObserver(): RedisObserver {
+    return {
+      fallback: (op, reason) => {
+        this.countRetries('redis', reason);
+        if (reason !== 'breaker-open') this.countRedisErrors(op === 'lookup' ? 'lookup' : 'claim');
+      },
     };
   }
 

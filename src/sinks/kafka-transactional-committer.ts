@@ -32,7 +32,16 @@ export interface TransactionalCommitterOptions {
    * is asked again a few times before the start of the partition fails.
    */
   readonly retry: RetryPolicy;
+  /**
+   * Told of each retry (`rxingest_retries_total{target="kafka",reason}`): a read at the
+   * start asked again (`offset-read`, `progress-read`), a commit sent again with its large
+   * dead letters truncated (`too-large`).
+   */
+  readonly onRetry?: (reason: KafkaRetryReason) => void;
 }
+
+/** Why the committer tried again: bounded label values. */
+export type KafkaRetryReason = 'offset-read' | 'progress-read' | 'too-large';
 
 const OPEN_READ_RETRIES = 6;
 
@@ -108,8 +117,10 @@ export class TransactionalCommitter implements CommitSink {
       await (await producer.transaction()).abort();
       const offsets = await retrying(options.retry, () => admin.fetchOffsets({ groupId, topics: [topic] }), {
         maxRetries: OPEN_READ_RETRIES,
-        onRetry: (err, attempt) =>
-          log.warn({ topic, partition, attempt, reason: String(err) }, 'reading the committed offset again'),
+        onRetry: (err, attempt) => {
+          options.onRetry?.('offset-read');
+          log.warn({ topic, partition, attempt, reason: String(err) }, 'reading the committed offset again');
+        },
       });
       const p = offsets[0]?.partitions.find((x) => x.partition === partition);
       const committed = p === undefined || p.offset === '-1' ? undefined : p.offset;
@@ -119,9 +130,7 @@ export class TransactionalCommitter implements CommitSink {
         (await retrying(
           options.retry,
           () => ledger.highestOf(ProgressLedger.keyOf(groupId, topic, partition)),
-          {
-            maxRetries: OPEN_READ_RETRIES,
-          },
+          { maxRetries: OPEN_READ_RETRIES, onRetry: () => options.onRetry?.('progress-read') },
         ));
       if (committed !== undefined && (highest === undefined || greater(committed, highest)))
         highest = committed;
@@ -161,6 +170,7 @@ export class TransactionalCommitter implements CommitSink {
             'a record was too large for its topic; truncating',
           );
           toSend = records.map((r) => truncateLarge(r, truncateAbove));
+          this.options.onRetry?.('too-large');
           // A new epoch before the retry: kafkajs keeps the sequence numbers of the other
           // partitions of the failed request, and the broker would take their re-sent
           // records (triggers) for duplicates of the aborted ones and drop them.

@@ -108,3 +108,21 @@ export interface RequestOutcome {
    */
   readonly result: 'ok' | 'pushback' | 'failed' | 'unsent';
 }
+
+/**
+ * Admission of the calls to a server the worker can do without (Redis): a circuit breaker
+ * that never waits. No pass means "do not call": take the fallback at once (for Redis,
+ * "not known to be processed": Elasticsearch decides). Implemented in
+ * src/control/request-gate.ts.
+ */
+export interface CallGate {
+  tryPass(): CallPass | undefined;
+}
+
+export interface CallPass {
+  /**
+   * Exactly once: `ok` the server answered (a refusal such as OOM or READONLY is an
+   * answer), `failed` it did not (timeout, connection refused or closed). Later calls are ignored.
+   */
+  release(result: 'ok' | 'failed'): void;
+}

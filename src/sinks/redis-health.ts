@@ -10,10 +10,11 @@ export interface RedisHealthOptions {
 }
 
 /**
- * Whether Redis can be used right now. Redis only saves work (Elasticsearch decides), so
- * while it is down — refused, unreachable, frozen (commands time out), loading — the
- * worker simply does not ask it; a probe looks every `probeEveryMs` and brings it back.
- * One log line per change of state, never one per batch.
+ * Whether Redis answers: `rxingest_redis_up` and one log line per change of state, never
+ * one per batch. Told of every failed call (refused, unreachable, frozen: commands time
+ * out); while down, a PING every `probeEveryMs` brings it back. Whether a call is made at
+ * all is the Redis circuit breaker's decision (RedisKnownCopies' gate), not this one's:
+ * Redis only saves work (Elasticsearch decides), so a call it does not make is "unknown".
  */
 export class RedisHealth {
   private up = false;
@@ -36,11 +37,12 @@ export class RedisHealth {
     void this.check();
   }
 
+  /** Redis answered the last probe and no call has failed since. */
   get usable(): boolean {
     return this.up;
   }
 
-  /** A command failed for a reason that is Redis's (not a reply to that command): stop asking. */
+  /** A command failed for a reason that is Redis's (not a reply to that command). */
   failed(err: unknown): void {
     this.down(err);
   }

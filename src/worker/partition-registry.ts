@@ -161,6 +161,8 @@ export class PartitionRegistry {
     const k = key(topic, partition);
     this.deps.pauses.set(topic, partition, 'starting', true);
     this.deps.metrics.restarts.inc({ reason });
+    // A restart from the committed offset is Kafka work done again: a retry against Kafka.
+    this.deps.metrics.countRetries('kafka', reason);
     const timer = setTimeout(() => {
       this.restarts.delete(k);
       if (!this.stopping && this.assigned.has(k) && !this.slots.has(k)) this.start(topic, partition);

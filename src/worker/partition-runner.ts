@@ -115,6 +115,7 @@ export class PartitionRunner {
         partition: this.partition,
         progressTopic: config.kafka.progressTopic,
         retry: this.deps.retry,
+        onRetry: (reason) => this.deps.metrics.countRetries('kafka', reason),
       },
       this.log,
     );

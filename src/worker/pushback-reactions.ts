@@ -37,6 +37,18 @@ export function pushbackReactions({ metrics, log, holds }: PushbackReactionsDeps
       else log.info(fields, `Elasticsearch circuit breaker closed (${reason})`);
     },
 
+    onRedisBreakerChange: ({ from, to, reason, openForMs }) => {
+      metrics.setBreakerState('redis', to);
+      const fields = { target: 'redis', from, to, reason };
+      if (to === 'open')
+        log.warn(
+          { ...fields, probeInMs: openForMs },
+          `Redis circuit breaker open (${reason}): owner marks not used, Elasticsearch decides every copy; no Redis call until a probe`,
+        );
+      else if (to === 'half-open') log.info(fields, 'Redis circuit breaker half-open: probe calls go out');
+      else log.info(fields, `Redis circuit breaker closed (${reason})`);
+    },
+
     onShedChange: ({ shed, resumed }) => {
       for (const { topic, reason } of shed) {
         metrics.setTopicShed(topic, true);

@@ -176,9 +176,13 @@ export async function startWorker({
         ttlMs: config.redis.processedTtlMs,
         eventsIndex: config.elasticsearch.eventsIndex,
       },
-      epochs,
-      redisHealth,
-      log.child({ component: 'redis' }),
+      {
+        epochs,
+        health: redisHealth,
+        gate: pushback.redisGate,
+        observer: metrics.redisObserver(),
+        log: log.child({ component: 'redis' }),
+      },
     ),
     documents: new ElasticsearchDocumentStore(
       es,

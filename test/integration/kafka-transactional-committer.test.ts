@@ -41,7 +41,12 @@ describe('TransactionalCommitter against the real broker', () => {
   };
 
   /** Opens the partition as a worker would; `wrap` lets a test get between the transaction's steps. */
-  async function open(groupId: string, partition: number, wrap?: (p: Producer) => Producer) {
+  async function open(
+    groupId: string,
+    partition: number,
+    wrap?: (p: Producer) => Producer,
+    onRetry?: (reason: string) => void,
+  ) {
     const factory = wrap
       ? ({ producer: (cfg: ProducerConfig) => wrap(kafka.producer(cfg)) } as unknown as Kafka)
       : kafka;
@@ -50,7 +55,7 @@ describe('TransactionalCommitter against the real broker', () => {
       factory,
       admin,
       ledger,
-      { groupId, topic: input, partition, progressTopic: progress, retry },
+      { groupId, topic: input, partition, progressTopic: progress, retry, ...(onRetry ? { onRetry } : {}) },
       silent,
     );
     opened.push(o.committer);
@@ -221,7 +226,8 @@ describe('TransactionalCommitter against the real broker', () => {
         { type: 2, name: out('large'), configEntries: [{ name: 'max.message.bytes', value: '600000' }] },
       ],
     });
-    const { committer } = await open(groupId, 0);
+    const retries: string[] = [];
+    const { committer } = await open(groupId, 0, undefined, (reason) => retries.push(reason));
     const big = (n: number, kb: number): OutRecord => ({
       topic: out('large'),
       key: `k-${n}`,
@@ -234,6 +240,9 @@ describe('TransactionalCommitter against the real broker', () => {
     expect(seen.slice(0, 3).every((r) => r.value?.length === 300 * 1024)).toBe(true);
     expect(seen[3]!.value!.length).toBe(64 * 1024);
     expect(seen[3]!.headers['x-value-truncated']).toBe(`${900 * 1024} bytes, first ${64 * 1024} kept`);
+    // The commit went round again with the value truncated: a retry against Kafka, told once per round.
+    expect(retries.length).toBeGreaterThanOrEqual(1);
+    expect(new Set(retries)).toEqual(new Set(['too-large']));
   });
 
   it('triggers sent in one request with a dead letter too large for its topic are published once it is truncated', async () => {

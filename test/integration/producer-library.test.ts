@@ -5,7 +5,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { produceCommand } from '../../src/cli/produce-command.js';
 import { RedisHotClientStore } from '../../src/control/hot-clients.js';
 import { ProducerLimitPublisher } from '../../src/control/producer-limits.js';
-import { BufferFullError, createIngestProducer, RedisControlSource } from '../../src/producer/index.js';
+import { BufferFullError, type createIngestProducer } from '../../src/producer/index.js';
+import { libraryProducer } from '../support/library-producer.js';
 import { createTopics, kafkaClient, redisClient, stackEnv, uniqueName } from '../support/stack.js';
 
 const run = promisify(execFile);
@@ -41,22 +42,8 @@ const limit = (topic: string, ratePerSec: number) =>
     1,
   );
 
-async function ingestProducer(topic: string, options: Parameters<typeof createIngestProducer>[1] = {}) {
-  const control = new RedisControlSource(redis, { keyPrefix: prefix });
-  control.watch(topic);
-  await control.refresh();
-  const made = createIngestProducer(kafkaClient(uniqueName('lib')), { control, ...options });
-  await made.kafkaProducer.connect();
-  return {
-    ...made,
-    control,
-    close: async () => {
-      await made.producer.close();
-      await control.close();
-      await made.kafkaProducer.disconnect();
-    },
-  };
-}
+const ingestProducer = (topic: string, options: Parameters<typeof createIngestProducer>[1] = {}) =>
+  libraryProducer(kafkaClient(uniqueName('lib')), redis, { keyPrefix: prefix, watch: topic, options });
 
 const messages = (n: number, from = 0, key = (i: number) => `c-${i % 20}`) =>
   Array.from({ length: n }, (_, i) => ({ key: key(from + i), value: `m-${from + i}` }));

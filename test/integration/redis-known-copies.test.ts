@@ -2,6 +2,8 @@ import type { Client } from '@elastic/elasticsearch';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CircuitBreaker, DEFAULT_CIRCUIT_BREAKER } from '../../src/control/circuit-breaker.js';
+import { BreakerCallGate } from '../../src/control/request-gate.js';
 import { IndexEpochs } from '../../src/sinks/elasticsearch-index-epochs.js';
 import { RedisHealth } from '../../src/sinks/redis-health.js';
 import { RedisKnownCopies } from '../../src/sinks/redis-known-copies.js';
@@ -56,12 +58,26 @@ describe('RedisKnownCopies', () => {
     const states: boolean[] = [];
     const health = new RedisHealth(client, { probeEveryMs: 100, onChange: (up) => states.push(up) }, log);
     health.start();
+    // The worker's Redis breaker, with quick settings: open after two failures in a row.
+    const breakerChanges: string[] = [];
+    const breaker = new CircuitBreaker(
+      {
+        ...DEFAULT_CIRCUIT_BREAKER,
+        minRequests: 2,
+        failureRate: 1, // only failures in a row open it (a success came first)
+        slowCallMs: 0,
+        openMs: 300,
+        openMaxMs: 600,
+        probes: 1,
+      },
+      { onStateChange: (c) => breakerChanges.push(c.to) },
+    );
+    const fallbacks: string[] = [];
+    const observer = { fallback: (op: string, reason: string) => fallbacks.push(`${op}:${reason}`) };
     const known = new RedisKnownCopies(
       client,
       { keyPrefix: 'rxingest:owner:', group, ttlMs: 60_000, eventsIndex: index },
-      new IndexEpochs(es, 0),
-      health,
-      log,
+      { epochs: new IndexEpochs(es, 0), health, gate: new BreakerCallGate(breaker), observer, log },
     );
     return {
       client,
@@ -69,7 +85,10 @@ describe('RedisKnownCopies', () => {
       known,
       lines,
       states,
+      breakerChanges,
+      fallbacks,
       close: () => {
+        breaker.dispose();
         health.stop();
         client.disconnect();
       },
@@ -189,24 +208,34 @@ describe('RedisKnownCopies', () => {
     }
   });
 
-  it('while Redis is frozen answers "unknown" within the command timeout, says so once, and comes back', async () => {
+  it('while Redis is frozen answers "unknown" within the command timeout, stops asking once the breaker opens, says so once, and comes back', async () => {
     const s = store('frozen');
     try {
       await waitFor('Redis up', () => s.health.usable, { timeoutMs: 5_000 });
       await s.known.remember([{ event: event('f'), owner: 'in/0/9' }]);
       redis.freeze();
-      let t = Date.now();
-      expect(await s.known.owners([event('f')])).toEqual(new Map());
-      expect(Date.now() - t).toBeLessThan(2_000);
-      // Down now: later batches do not even ask (no wait at all).
-      t = Date.now();
+      // Two calls wait out the command timeout (500 ms) each: the breaker opens.
+      for (let i = 0; i < 2; i++) {
+        const t = Date.now();
+        expect(await s.known.owners([event('f')])).toEqual(new Map());
+        expect(Date.now() - t).toBeLessThan(2_000);
+      }
+      expect(s.breakerChanges).toEqual(['open']);
+      expect(s.health.usable).toBe(false);
+      // Open: later batches do not even ask (no wait at all).
+      const t = Date.now();
       for (let i = 0; i < 20; i++) expect(await s.known.owners([event('f')])).toEqual(new Map());
       await s.known.remember([{ event: event('g'), owner: 'in/0/10' }]);
       expect(Date.now() - t).toBeLessThan(200);
-      expect(s.health.usable).toBe(false);
+      expect(s.fallbacks.slice(0, 2)).toEqual(['lookup:timeout', 'lookup:timeout']);
+      expect(s.fallbacks.slice(2)).toEqual([...Array(20).fill('lookup:breaker-open'), 'mark:breaker-open']);
       redis.thaw();
       await waitFor('Redis up again', () => s.health.usable, { timeoutMs: 10_000 });
-      expect((await s.known.owners([event('f')])).get('f')).toBe('in/0/9');
+      // A probe after the cool-down closes the breaker; the mark from before is still there.
+      await waitFor('the mark read again', async () => (await s.known.owners([event('f')])).get('f'), {
+        timeoutMs: 10_000,
+      });
+      expect(s.breakerChanges.at(-1)).toBe('closed');
       const warnings = s.lines.filter((l) => l.level === 40 && /Redis unavailable/.test(l.msg));
       expect(warnings).toHaveLength(1);
       expect(s.states).toEqual([true, false, true]);
@@ -223,10 +252,19 @@ describe('RedisKnownCopies', () => {
       expect(await s.known.owners([event('a')])).toEqual(new Map());
       await s.known.remember([{ event: event('a'), owner: 'in/0/1' }]);
       expect(s.health.usable).toBe(false);
+      // Two failed calls opened the breaker; once Redis is back, its probe closes it.
+      expect(s.breakerChanges).toEqual(['open']);
       await redis.start();
       await waitFor('Redis up', () => s.health.usable, { timeoutMs: 10_000 });
-      await s.known.remember([{ event: event('a'), owner: 'in/0/1' }]);
-      expect((await s.known.owners([event('a')])).get('a')).toBe('in/0/1');
+      await waitFor(
+        'the mark written and read',
+        async () => {
+          await s.known.remember([{ event: event('a'), owner: 'in/0/1' }]);
+          return (await s.known.owners([event('a')])).get('a') === 'in/0/1';
+        },
+        { timeoutMs: 10_000 },
+      );
+      expect(s.breakerChanges.at(-1)).toBe('closed');
       // Flushed: everything unknown again, nothing fails.
       await redis.flush();
       expect(await s.known.owners([event('a')])).toEqual(new Map());

@@ -111,4 +111,19 @@ describe('WorkerMetrics', () => {
     }
     expect(names.every((n) => n.startsWith('rxingest_'))).toBe(true);
   });
+
+  it('the Redis fallbacks are retries with target="redis"; failed calls (not the ones the open breaker kept back) are Redis errors', async () => {
+    const m = metricsWith();
+    const observer = m.redisObserver();
+    observer.fallback('lookup', 'timeout');
+    observer.fallback('lookup', 'timeout');
+    observer.fallback('mark', 'connection');
+    observer.fallback('mark', 'breaker-open');
+    const text = parsePrometheusText(await m.registry.metrics());
+    const retries = (reason: string) =>
+      sampleValue(text, 'rxingest_retries_total', { target: 'redis', reason });
+    expect([retries('timeout'), retries('connection'), retries('breaker-open')]).toEqual([2, 1, 1]);
+    expect(sampleValue(text, 'rxingest_redis_errors_total', { op: 'lookup' })).toBe(2);
+    expect(sampleValue(text, 'rxingest_redis_errors_total', { op: 'claim' })).toBe(1);
+  });
 });

@@ -41,8 +41,20 @@ const options = { groupId: 'g', topic: 'in', partition: 0, progressTopic: 'progr
 describe('TransactionalCommitter.open', () => {
   it('asks again when the group coordinator moved, and opens at the committed offset', async () => {
     const f = fakes(3);
-    const opened = await TransactionalCommitter.open(f.kafka, f.admin, f.ledger, options, silent);
+    const retries: string[] = [];
+    const opened = await TransactionalCommitter.open(
+      f.kafka,
+      f.admin,
+      f.ledger,
+      { ...options, onRetry: (reason) => retries.push(reason) },
+      silent,
+    );
     expect(f.calls()).toBe(4);
+    expect(retries, 'each retry told (rxingest_retries_total{target="kafka"})').toEqual([
+      'offset-read',
+      'offset-read',
+      'offset-read',
+    ]);
     expect(opened.committed).toBe('42');
     expect(opened.replayedBelow).toBe('50');
   });

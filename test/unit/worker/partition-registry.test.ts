@@ -6,6 +6,7 @@ import { CommitFailedError, PartitionLostError } from '../../../src/sinks/kafka-
 import { PartitionPauses } from '../../../src/worker/partition-pauses.js';
 import { PartitionRegistry } from '../../../src/worker/partition-registry.js';
 import type { PartitionRunner, RunnerEnd } from '../../../src/worker/partition-runner.js';
+import { parsePrometheusText, samples } from '../../support/prometheus-text.js';
 
 /** A runner double: start() resolves at once; the test ends it as the real one would end. */
 class FakeRunner {
@@ -48,6 +49,7 @@ function setup() {
   const log = pino({ level: 'silent' });
   const pauses = new PartitionPauses(consumer as never, { paused: () => undefined }, log);
   const fatal: unknown[] = [];
+  const metrics = new WorkerMetrics({ defaultMetrics: false });
   const registry = new PartitionRegistry({
     createRunner: (topic, partition) => {
       const r = new FakeRunner(topic, partition);
@@ -56,7 +58,7 @@ function setup() {
     },
     pauses,
     retry: createRetryPolicy({ baseMs: 100, maxMs: 100, random: () => 1 }),
-    metrics: new WorkerMetrics({ defaultMetrics: false }),
+    metrics,
     log,
     drainTimeoutMs: 1_000,
     fencedBackoffMs: 6_000,
@@ -65,7 +67,13 @@ function setup() {
   const flush = async () => {
     for (let i = 0; i < 5; i++) await Promise.resolve();
   };
-  return { registry, runners, paused, fatal, flush };
+  const kafkaRetries = async () =>
+    Object.fromEntries(
+      samples(parsePrometheusText(await metrics.registry.metrics()), 'rxingest_retries_total', {
+        target: 'kafka',
+      }).map((x) => [x.labels.reason, x.value]),
+    );
+  return { registry, runners, paused, fatal, flush, kafkaRetries };
 }
 
 describe('PartitionRegistry', () => {
@@ -128,6 +136,18 @@ describe('PartitionRegistry', () => {
     await vi.advanceTimersByTimeAsync(100);
     expect(runners).toHaveLength(2);
     expect(fatal).toEqual([]);
+    vi.useRealTimers();
+  });
+
+  it('counts each restart as a retry against Kafka, by its reason', async () => {
+    const { registry, runners, flush, kafkaRetries } = setup();
+    registry.assign({ t: [0, 1] });
+    await flush();
+    expect(await kafkaRetries()).toEqual({});
+    await runners[0]!.end(new CommitFailedError('coordinator gone'));
+    await runners[1]!.end(new PartitionLostError('fenced'));
+    await flush();
+    expect(await kafkaRetries()).toEqual({ 'commit-failed': 1, fenced: 1 });
     vi.useRealTimers();
   });
 

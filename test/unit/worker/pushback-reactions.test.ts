@@ -122,4 +122,28 @@ describe('push-back reactions in the worker', () => {
     hooks.onConcurrencyLimit!(7);
     expect(await value('rxingest_es_concurrency_limit')).toBe(7);
   });
+
+  it('the Redis breaker: one line per change and rxingest_breaker_state{target="redis"}; it pauses nothing', async () => {
+    const { hooks, holds, paused, lines, value } = setup();
+    holds.assign({ orders: [0, 1], reviews: [0] });
+    expect(await value('rxingest_breaker_state', { target: 'redis' })).toBe(0);
+    hooks.onRedisBreakerChange!({
+      from: 'closed',
+      to: 'open',
+      reason: '5 requests in a row failed',
+      openForMs: 5_000,
+    });
+    expect(await value('rxingest_breaker_state', { target: 'redis' })).toBe(2);
+    expect(await value('rxingest_breaker_state', { target: 'elasticsearch' })).toBe(0);
+    expect(paused()).toEqual([]);
+    hooks.onRedisBreakerChange!({ from: 'open', to: 'half-open', reason: 'probing' });
+    expect(await value('rxingest_breaker_state', { target: 'redis' })).toBe(1);
+    hooks.onRedisBreakerChange!({ from: 'half-open', to: 'closed', reason: '1 probe request(s) succeeded' });
+    expect(await value('rxingest_breaker_state', { target: 'redis' })).toBe(0);
+    expect(lines.map((l) => l.msg)).toEqual([
+      'Redis circuit breaker open (5 requests in a row failed): owner marks not used, Elasticsearch decides every copy; no Redis call until a probe',
+      'Redis circuit breaker half-open: probe calls go out',
+      'Redis circuit breaker closed (1 probe request(s) succeeded)',
+    ]);
+  });
 });
