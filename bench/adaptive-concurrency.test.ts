@@ -6,6 +6,8 @@
  * adaptive limit, each by a fresh worker; it prints docs/s side by side and the band the
  * adaptive limit settles in. Every run must still end in exactly the contract's state.
  */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { traffic } from '../test/faults/scenarios/common.js';
 import { type ExtraEsNode, freePort, startRefusingEsNode } from '../test/support/extra-es-node.js';
@@ -93,6 +95,13 @@ describe('adaptive concurrency against fixed limits, same node, same run', () =>
     const adaptive = await ingest('adaptive', {}, 200);
     const best = runs.reduce((a, r) => (r.docsPerSec > a.docsPerSec ? r : a));
     const tail = adaptive.limits.slice(Math.floor(adaptive.limits.length / 2));
+    // For `npm run bench -- --only concurrency`, which turns it into a table and plots.
+    const dir = join(process.cwd(), 'bench', 'results');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(
+      join(dir, 'adaptive-concurrency.json'),
+      JSON.stringify({ messages: MESSAGES, sampleMs: 250, runs: [...runs, adaptive] }),
+    );
     process.stdout.write(
       `[pushback-concurrency-sweep] ${JSON.stringify({
         messages: MESSAGES,

@@ -3,7 +3,7 @@
  *
  *   npm run bench                       the full suite (≤ 15 min on a 2-core machine)
  *   npm run bench -- --quick            short durations: a smoke run (≤ 2 min)
- *   npm run bench -- --only graph,kata  a subset: graph, kata, e2e, sweep, burst, hot, pinned
+ *   npm run bench -- --only graph,kata  a subset: graph, kata, e2e, sweep, burst, hot, pinned, concurrency
  *   npm run bench -- --no-build         run the worker from src through tsx instead of building dist/
  *
  * Prints a table per benchmark and writes bench/results/latest.md, index.html, latest.json and
@@ -15,6 +15,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { concurrencyBenchmark } from './concurrency.js';
 import { endToEndBenchmarks } from './e2e.js';
 import { graphBenchmark } from './graph.js';
 import { hotBenchmark } from './hot.js';
@@ -23,9 +24,9 @@ import { type MachineInfo, writeResults } from './lib/output.js';
 import { type Section, targetsTable, textTable } from './lib/report.js';
 import { pinnedBenchmark } from './pinned.js';
 
-const ALL = ['graph', 'kata', 'e2e', 'sweep', 'burst', 'hot', 'pinned'] as const;
+const ALL = ['graph', 'kata', 'e2e', 'sweep', 'burst', 'hot', 'pinned', 'concurrency'] as const;
 
-const USAGE = `usage: npm run bench [-- --quick] [--only graph,kata,e2e,sweep,burst,hot,pinned] [--no-build]
+const USAGE = `usage: npm run bench [-- --quick] [--only graph,kata,e2e,sweep,burst,hot,pinned,concurrency] [--no-build]
   --quick     short durations (a smoke run, about 2 minutes)
   --only      a subset; sweep and burst run e2e first (they need its rate);
               pinned pins Elasticsearch to CPU 0 and the load to CPU 1 (taskset)
@@ -108,13 +109,13 @@ async function main(): Promise<void> {
     log('  (run with --expose-gc for steadier graph numbers; npm run bench does)');
 
   if (only.has('graph')) {
-    log('\n[1/7] graph overhead …');
+    log('\n[1/8] graph overhead …');
     const s = await graphBenchmark({ quick, resultsDir });
     sections.push(s);
     show(s);
   }
   if (only.has('kata')) {
-    log('\n[2/7] the kata …');
+    log('\n[2/8] the kata …');
     const s = await kataBenchmark({ quick });
     sections.push(s);
     show(s);
@@ -123,7 +124,7 @@ async function main(): Promise<void> {
   if (only.has('e2e') || only.has('sweep') || only.has('burst') || only.has('pinned'))
     workerEntry = await buildWorker(build, log);
   if (only.has('e2e') || only.has('sweep') || only.has('burst')) {
-    log('\n[3-5/7] end to end on the local stack …');
+    log('\n[3-5/8] end to end on the local stack …');
     const e2e = await endToEndBenchmarks({
       quick,
       resultsDir,
@@ -139,15 +140,22 @@ async function main(): Promise<void> {
     }
   }
   if (only.has('hot')) {
-    log('\n[6/7] hot clients: partition load with and without spreading …');
+    log('\n[6/8] hot clients: partition load with and without spreading …');
     const s = await hotBenchmark({ quick, log });
     sections.push(s);
     show(s);
   }
 
   if (only.has('pinned')) {
-    log('\n[7/7] Elasticsearch is the speed limit: pinned and not pinned …');
+    log('\n[7/8] Elasticsearch is the speed limit: pinned and not pinned …');
     const s = await pinnedBenchmark({ quick, resultsDir, log, workerEntry });
+    sections.push(s);
+    show(s);
+  }
+
+  if (only.has('concurrency')) {
+    log('\n[8/8] adaptive concurrency against a refusing node (the vitest sweep, about 3 minutes) …');
+    const s = await concurrencyBenchmark({ resultsDir, log });
     sections.push(s);
     show(s);
   }

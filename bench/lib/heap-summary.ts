@@ -35,7 +35,8 @@ export function summarizeHeap(h: HeapSnapshot, top = 15): { totalBytes: number; 
     const size = h.nodes[i + iSize]!;
     total += size;
     // Objects by constructor; strings, arrays, code and the rest by kind (their names are contents).
-    const what = type === 'object' || type === 'native' ? `${h.strings[h.nodes[i + iName]!]} (${type})` : `(${type})`;
+    const what =
+      type === 'object' || type === 'native' ? `${h.strings[h.nodes[i + iName]!]} (${type})` : `(${type})`;
     const row = by.get(what) ?? { count: 0, bytes: 0 };
     row.count++;
     row.bytes += size;

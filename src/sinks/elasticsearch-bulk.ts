@@ -67,7 +67,11 @@ export class BulkRequests {
     const { signal } = context;
     const res = await attemptRequest(
       context,
-      () => this.client.bulk({ operations, refresh: false, filter_path: ANSWER_FIELDS }, signal ? { signal } : {}),
+      () =>
+        this.client.bulk(
+          { operations, refresh: false, filter_path: ANSWER_FIELDS },
+          signal ? { signal } : {},
+        ),
       (answer) => bulkOutcome(answer.items as unknown as BulkAnswer[]),
     );
     if (!res.done) {
