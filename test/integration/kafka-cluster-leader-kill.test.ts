@@ -1,0 +1,28 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { leaderKilled } from '../faults/scenarios/cluster-faults.js';
+import { SHORT } from '../faults/scenarios/common.js';
+import { type PrivateKafkaCluster, startPrivateKafkaCluster } from '../support/private-kafka-cluster.js';
+
+/**
+ * Scale-out, issue 11: a partition leader dies under two workers. A private 3-node cluster
+ * (its own ports, so the shared single broker is untouched); Elasticsearch and Redis are the
+ * local stack's. The check at the end is the fault suite's independent one.
+ */
+describe('a 3-node Kafka cluster', () => {
+  let cluster: PrivateKafkaCluster;
+  beforeAll(async () => {
+    cluster = await startPrivateKafkaCluster();
+  });
+  afterAll(async () => {
+    await cluster?.dispose();
+  });
+
+  it('loses nothing and repeats no trigger when the busiest partition leader is SIGKILLed', async () => {
+    const r = await leaderKilled({ ...SHORT, messages: 20_000 }, cluster);
+    process.stdout.write(`[cluster] ${JSON.stringify(r)}\n`);
+    expect(r.lost).toBe(0);
+    expect(r.duplicated).toBe(0);
+    expect(r.triggers).toBeGreaterThan(0);
+    expect(r.poison).toBeGreaterThan(0);
+  }, 240_000);
+});
