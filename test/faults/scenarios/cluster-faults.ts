@@ -34,8 +34,13 @@ export async function leaderKilled(
     servers: { ...stackEnv, kafkaBrokers: cluster.brokers },
   });
   try {
-    // The scenario means something only if the topics are really replicated: check it.
-    const meta = await p.admin.fetchTopicMetadata({ topics: [p.names.topic, p.names.triggers] });
+    // The scenario means something only if the topics are really replicated: check it (asking
+    // a few times: each request goes to some broker, and metadata spreads a moment after creation).
+    const meta = await waitFor('the new topics in the brokers’ metadata', async () => {
+      for (let i = 0; i < 3; i++)
+        await p.admin.fetchTopicMetadata({ topics: [p.names.topic, p.names.triggers] });
+      return p.admin.fetchTopicMetadata({ topics: [p.names.topic, p.names.triggers] });
+    });
     for (const t of meta.topics)
       for (const part of t.partitions)
         expect(part.replicas, `${t.name}/${part.partitionId} replicas`).toHaveLength(3);
