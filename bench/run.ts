@@ -3,7 +3,9 @@
  *
  *   npm run bench                       the full suite (≤ 15 min on a 2-core machine)
  *   npm run bench -- --quick            short durations: a smoke run (≤ 2 min)
- *   npm run bench -- --only graph,kata  a subset: graph, kata, e2e, sweep, burst
+ *   npm run bench -- --only graph,kata  a subset: graph, kata, e2e, sweep, burst, scaleout
+ *   npm run bench -- --only scaleout    1, 2, 3 workers on a 3-broker cluster (not in the full suite:
+ *                                       it starts three more JVMs and takes ~4 min)
  *   npm run bench -- --no-build         run the worker from src through tsx instead of building dist/
  *
  * Prints a table per benchmark and writes bench/results/latest.md, index.html, latest.json and
@@ -20,12 +22,15 @@ import { graphBenchmark } from './graph.js';
 import { kataBenchmark } from './kata.js';
 import { type MachineInfo, writeResults } from './lib/output.js';
 import { type Section, targetsTable, textTable } from './lib/report.js';
+import { scaleOutBenchmark } from './scaleout.js';
 
-const ALL = ['graph', 'kata', 'e2e', 'sweep', 'burst'] as const;
+const ALL = ['graph', 'kata', 'e2e', 'sweep', 'burst', 'scaleout'] as const;
+/** What `npm run bench` runs without --only (scale-out needs a cluster and minutes of its own). */
+const DEFAULT = ['graph', 'kata', 'e2e', 'sweep', 'burst'] as const;
 
-const USAGE = `usage: npm run bench [-- --quick] [--only graph,kata,e2e,sweep,burst] [--no-build]
+const USAGE = `usage: npm run bench [-- --quick] [--only graph,kata,e2e,sweep,burst,scaleout] [--no-build]
   --quick     short durations (a smoke run, about 2 minutes)
-  --only      a subset; sweep and burst run e2e first (they need its rate)
+  --only      a subset; sweep and burst run e2e first (they need its rate); scaleout runs only when named
   --no-build  run the worker through tsx instead of building dist/
 Writes bench/results/latest.md, index.html, latest.json and SVG plots.
 `;
@@ -33,7 +38,7 @@ Writes bench/results/latest.md, index.html, latest.json and SVG plots.
 function parseArgs(argv: string[]) {
   let quick = false;
   let build = true;
-  let only = new Set<string>(ALL);
+  let only = new Set<string>(DEFAULT);
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === '--quick') quick = true;
@@ -103,21 +108,26 @@ async function main(): Promise<void> {
     sections.push(s);
     show(s);
   }
+  // Built once, for every benchmark that starts workers.
+  let entry: string[] | undefined;
+  const workerEntry = async (): Promise<string[]> => {
+    if (entry) return entry;
+    entry = ['--import', 'tsx', 'src/cli/main.ts'];
+    if (!build) return entry;
+    try {
+      await promisify(execFile)('npm', ['run', '--silent', 'build'], { maxBuffer: 16 * 1024 * 1024 });
+      log('  built dist/ (npm run build): the worker runs as shipped, node dist/cli/main.js worker');
+      entry = ['dist/cli/main.js'];
+    } catch (err) {
+      log(
+        `  npm run build failed (${(err as Error).message.split('\n')[0]}); running the worker through tsx`,
+      );
+      entry = ['--import', 'tsx', 'src/cli/main.ts'];
+    }
+    return entry;
+  };
   if (only.has('e2e') || only.has('sweep') || only.has('burst')) {
     log('\n[3-5/5] end to end on the local stack …');
-    let workerEntry: string[] | undefined;
-    if (build) {
-      try {
-        await promisify(execFile)('npm', ['run', '--silent', 'build'], { maxBuffer: 16 * 1024 * 1024 });
-        workerEntry = ['dist/cli/main.js'];
-        log('  built dist/ (npm run build): the worker runs as shipped, node dist/cli/main.js worker');
-      } catch (err) {
-        log(
-          `  npm run build failed (${(err as Error).message.split('\n')[0]}); running the worker through tsx`,
-        );
-        workerEntry = ['--import', 'tsx', 'src/cli/main.ts'];
-      }
-    } else workerEntry = ['--import', 'tsx', 'src/cli/main.ts'];
     const e2e = await endToEndBenchmarks({
       quick,
       resultsDir,
@@ -125,12 +135,18 @@ async function main(): Promise<void> {
       deadline: started + budgetMs,
       cores,
       log,
-      workerEntry,
+      workerEntry: await workerEntry(),
     });
     for (const s of e2e) {
       sections.push(s);
       show(s);
     }
+  }
+  if (only.has('scaleout')) {
+    log('\n[6] scale-out on a 3-broker cluster …');
+    const s = await scaleOutBenchmark({ quick, resultsDir, cores, log, workerEntry: await workerEntry() });
+    sections.push(s);
+    show(s);
   }
 
   const git = await promisify(execFile)('git', ['describe', '--always', '--dirty'])
