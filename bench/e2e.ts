@@ -17,12 +17,11 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { Client } from '@elastic/elasticsearch';
 import { type GraphSettings, loadConfig } from '../src/config/config.js';
 import { describeWorkload, planWorkload, workloadRecords } from '../src/generator/workload.js';
 import type { IngestMessage } from '../src/model/message.js';
-import { eventsMapping, profilesMapping } from '../src/worker/elasticsearch-setup.js';
-import { type Doc, documentOf } from './lib/documents.js';
+import { type CeilingResult, createIndices, deleteIndices, runCeiling, sampleCpu } from './lib/ceiling.js';
+import { documentOf } from './lib/documents.js';
 import { drainRate } from './lib/drain.js';
 import { type LatencyResult, measureLatency } from './lib/latency.js';
 import { producePaced } from './lib/paced.js';
@@ -30,7 +29,6 @@ import { barChart, lineChart } from './lib/plot.js';
 import { type ProfileSummary, summarizeProfileFile } from './lib/profile.js';
 import type { Section, Table, Target } from './lib/report.js';
 import {
-  cpuSeconds,
   ensureStack,
   esClient,
   kafkaClient,
@@ -38,7 +36,6 @@ import {
   RunResources,
   redisClient,
   sleep,
-  stackEnv,
   stackPids,
 } from './lib/stack.js';
 import { fmt, type Summary, summarize } from './lib/stats.js';
@@ -69,118 +66,6 @@ interface Ctx extends EndToEndOptions {
   readonly defaults: GraphSettings;
   readonly logDir: string;
   readonly profDir: string;
-}
-
-// ------------------------------------------------------------------ documents
-
-async function createIndices(ctx: Ctx, prefix: string): Promise<{ events: string; profiles: string }> {
-  const events = ctx.res.name(`${prefix}-events`);
-  const profiles = ctx.res.name(`${prefix}-profiles`);
-  await ctx.res.createIndex(events, eventsMapping);
-  await ctx.res.createIndex(profiles, profilesMapping);
-  return { events, profiles };
-}
-
-async function deleteIndices(names: string[]): Promise<void> {
-  const es = esClient();
-  try {
-    for (const index of names) await es.indices.delete({ index }).catch(() => undefined);
-  } finally {
-    await es.close();
-  }
-}
-
-// ------------------------------------------------------------------ the ceiling
-
-interface CeilingResult {
-  readonly trials: { batch: number; concurrency: number; rate: number }[];
-  readonly best: { batch: number; concurrency: number };
-  readonly rate: number;
-  readonly ms: number;
-  readonly series: { t: number; done: number }[];
-  readonly errors: number;
-  readonly cpu: ReturnType<typeof cpuBetween>;
-}
-
-/** Bulk-loads docs with `concurrency` requests of `batch` documents in flight. */
-async function bulkLoad(
-  es: Client,
-  docs: readonly Doc[],
-  names: { events: string; profiles: string },
-  batch: number,
-  concurrency: number,
-): Promise<{ ms: number; series: { t: number; done: number }[]; errors: number }> {
-  let nextStart = 0;
-  let done = 0;
-  let errors = 0;
-  const series: { t: number; done: number }[] = [];
-  const t0 = performance.now();
-  const lane = async () => {
-    for (;;) {
-      const start = nextStart;
-      if (start >= docs.length) return;
-      nextStart += batch;
-      const slice = docs.slice(start, start + batch);
-      const operations = slice.flatMap((d) => [{ [d.op]: { _index: names[d.index], _id: d.id } }, d.source]);
-      const res = await es.bulk({ operations, refresh: false });
-      for (const item of res.items) {
-        const r = item.create ?? item.index;
-        if (r && r.status >= 300 && r.status !== 409) errors++;
-      }
-      done += slice.length;
-      series.push({ t: performance.now() - t0, done });
-    }
-  };
-  await Promise.all(Array.from({ length: concurrency }, lane));
-  return { ms: performance.now() - t0, series, errors };
-}
-
-async function runCeiling(ctx: Ctx, docs: readonly Doc[]): Promise<CeilingResult> {
-  const es = new Client({ node: stackEnv.esNode, requestTimeout: 120_000 });
-  const trials: CeilingResult['trials'] = [];
-  const sample = docs.slice(0, ctx.quick ? 6_000 : 25_000);
-  let k = 0;
-  const trial = async (batch: number, concurrency: number) => {
-    const names = await createIndices(ctx, `ceil-t${k++}`);
-    const r = await bulkLoad(es, sample, names, batch, concurrency);
-    await deleteIndices([names.events, names.profiles]);
-    const rate = (sample.length * 1000) / r.ms;
-    trials.push({ batch, concurrency, rate });
-    ctx.log(`    ceiling trial: batch ${batch} × ${concurrency} in flight: ${fmt(rate, 0)} docs/s`);
-    return rate;
-  };
-  // Greedy: the batch size at 2 requests in flight, then the concurrency at that batch size.
-  const batches = ctx.quick ? [500, 2000] : [250, 500, 1000, 2000, 5000];
-  const concurrencies = ctx.quick ? [1, 4] : [1, 2, 4, 8];
-  for (const b of batches) await trial(b, 2);
-  const bestBatch = trials.reduce((a, t) => (t.rate > a.rate ? t : a)).batch;
-  for (const c of concurrencies) if (c !== 2) await trial(bestBatch, c);
-  const best = trials.reduce((a, t) => (t.rate > a.rate ? t : a));
-
-  const names = await createIndices(ctx, 'ceiling');
-  const before = await sampleCpu(ctx);
-  const r = await bulkLoad(es, docs, names, best.batch, best.concurrency);
-  const after = await sampleCpu(ctx);
-  await es.close();
-  await deleteIndices([names.events, names.profiles]);
-  return {
-    trials,
-    best: { batch: best.batch, concurrency: best.concurrency },
-    rate: (docs.length * 1000) / r.ms,
-    ms: r.ms,
-    series: r.series,
-    errors: r.errors,
-    cpu: cpuBetween(before, after, ctx.cores),
-  };
-}
-
-/** A CPU sample of the stack and this process, shaped like a worker sample (for cpuBetween). */
-async function sampleCpu(ctx: Ctx): Promise<WorkerMetricsSample> {
-  const cpu: Record<string, number> = {};
-  for (const [name, pid] of Object.entries(ctx.pids))
-    if (pid !== undefined) cpu[name] = cpuSeconds(pid) ?? Number.NaN;
-  cpu['bench (this process)'] = cpuSeconds(process.pid) ?? Number.NaN;
-  return { t: performance.now(), done: 0, byOutcome: {}, inFlight: 0, lag: 0, rssMb: 0, hwmMb: 0, cpu };
 }
 
 // ------------------------------------------------------------------ the naive consumer

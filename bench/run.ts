@@ -4,6 +4,8 @@
  *   npm run bench                       the full suite (≤ 15 min on a 2-core machine)
  *   npm run bench -- --quick            short durations: a smoke run (≤ 2 min)
  *   npm run bench -- --only graph,kata  a subset: graph, kata, e2e, sweep, burst, hot, pinned, concurrency
+ *   npm run bench -- --only scaleout    1, 2, 3 workers on a 3-broker cluster (not in the full suite:
+ *                                       it starts three more JVMs and takes ~4 min)
  *   npm run bench -- --no-build         run the worker from src through tsx instead of building dist/
  *
  * Prints a table per benchmark and writes bench/results/latest.md, index.html, latest.json and
@@ -23,13 +25,17 @@ import { kataBenchmark } from './kata.js';
 import { type MachineInfo, writeResults } from './lib/output.js';
 import { type Section, targetsTable, textTable } from './lib/report.js';
 import { pinnedBenchmark } from './pinned.js';
+import { scaleOutBenchmark } from './scaleout.js';
 
-const ALL = ['graph', 'kata', 'e2e', 'sweep', 'burst', 'hot', 'pinned', 'concurrency'] as const;
+const ALL = ['graph', 'kata', 'e2e', 'sweep', 'burst', 'hot', 'pinned', 'concurrency', 'scaleout'] as const;
+/** What `npm run bench` runs without --only (scale-out starts a 3-broker cluster and takes minutes of its own). */
+const DEFAULT = ALL.filter((b) => b !== 'scaleout');
 
-const USAGE = `usage: npm run bench [-- --quick] [--only graph,kata,e2e,sweep,burst,hot,pinned,concurrency] [--no-build]
+const USAGE = `usage: npm run bench [-- --quick] [--only graph,kata,e2e,sweep,burst,hot,pinned,concurrency,scaleout] [--no-build]
   --quick     short durations (a smoke run, about 2 minutes)
   --only      a subset; sweep and burst run e2e first (they need its rate);
-              pinned pins Elasticsearch to CPU 0 and the load to CPU 1 (taskset)
+              pinned pins Elasticsearch to CPU 0 and the load to CPU 1 (taskset);
+              scaleout (1-3 workers on a 3-broker cluster, ~4 min) runs only when named
   --no-build  run the worker through tsx instead of building dist/
 Writes bench/results/latest.md, index.html, latest.json and SVG plots.
 `;
@@ -37,7 +43,7 @@ Writes bench/results/latest.md, index.html, latest.json and SVG plots.
 function parseArgs(argv: string[]) {
   let quick = false;
   let build = true;
-  let only = new Set<string>(ALL);
+  let only = new Set<string>(DEFAULT);
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === '--quick') quick = true;
@@ -121,7 +127,7 @@ async function main(): Promise<void> {
     show(s);
   }
   let workerEntry: string[] | undefined;
-  if (only.has('e2e') || only.has('sweep') || only.has('burst') || only.has('pinned'))
+  if (['e2e', 'sweep', 'burst', 'pinned', 'scaleout'].some((b) => only.has(b)))
     workerEntry = await buildWorker(build, log);
   if (only.has('e2e') || only.has('sweep') || only.has('burst')) {
     log('\n[3-5/8] end to end on the local stack …');
@@ -156,6 +162,13 @@ async function main(): Promise<void> {
   if (only.has('concurrency')) {
     log('\n[8/8] adaptive concurrency against a refusing node (the vitest sweep, about 3 minutes) …');
     const s = await concurrencyBenchmark({ resultsDir, log });
+    sections.push(s);
+    show(s);
+  }
+
+  if (only.has('scaleout')) {
+    log('\n[9] scale-out on a 3-broker cluster …');
+    const s = await scaleOutBenchmark({ quick, resultsDir, cores, log, workerEntry: workerEntry ?? [] });
     sections.push(s);
     show(s);
   }

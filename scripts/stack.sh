@@ -11,6 +11,12 @@
 # Settings (environment):
 #   KAFKA_PORT (9092)  KAFKA_CONTROLLER_PORT (9093)  ES_PORT (9200)  REDIS_PORT (6379)
 #   KAFKA_VERSION (3.9.1)  ES_VERSION (9.2.4)  ES_HEAP (768m)
+#   KAFKA_CLUSTER_SIZE (1)  3: a 3-node KRaft cluster instead of the single broker, every node
+#     broker + controller on 127.0.0.1, node N (1-3) at broker port KAFKA_PORT+2(N-1) and
+#     controller port KAFKA_CONTROLLER_PORT+2(N-1): with the defaults brokers 9092, 9094,
+#     9096 and controllers 9093, 9095, 9097. Topics default to replication 3, min ISR 2
+#     (internal topics too); data in <state>/kafka-cluster, logs kafka-node-N.log.
+#   KAFKA_NODE_HEAP (512m)  heap of each cluster node
 #   RXINGEST_CACHE  (downloads; /var/cache/rxingest as root, else ~/.cache/rxingest)
 #   RXINGEST_STACK_DIR (pids, logs and configs; <repo>/.stack)
 #   RXINGEST_STACK_MODE  auto | native | docker  (auto: docker compose when an engine answers)
@@ -25,6 +31,8 @@ KAFKA_VERSION=${KAFKA_VERSION:-3.9.1}
 ES_VERSION=${ES_VERSION:-9.2.4}
 ES_HEAP=${ES_HEAP:-768m}
 ES_USER=${ES_USER:-rxingest}
+KAFKA_CLUSTER_SIZE=${KAFKA_CLUSTER_SIZE:-1}
+KAFKA_NODE_HEAP=${KAFKA_NODE_HEAP:-512m}
 if [ "$(id -u)" = 0 ]; then default_cache=/var/cache/rxingest; else default_cache="${XDG_CACHE_HOME:-$HOME/.cache}/rxingest"; fi
 CACHE=${RXINGEST_CACHE:-$default_cache}
 STATE=${RXINGEST_STACK_DIR:-$here/.stack}
@@ -137,6 +145,10 @@ kafka_ready() {
   port_open "$KAFKA_PORT" && grep -q "Kafka Server started" "$LOGS/kafka.log" 2>/dev/null
 }
 
+# The 3-node cluster (KAFKA_CLUSTER_SIZE=3) lives in scripts/stack/kafka-cluster.sh.
+# shellcheck source=stack/kafka-cluster.sh
+. "$here/scripts/stack/kafka-cluster.sh"
+
 # ---------------------------------------------------------------- Elasticsearch
 es_home="$CACHE/elasticsearch-$ES_VERSION"
 es_fetch() {
@@ -234,12 +246,16 @@ es_leftovers() { pgrep -f "org.elasticsearch.bootstrap.Elasticsearch.*$(es_run_d
 
 cmd_up() {
   mkdir -p "$STATE" "$LOGS"
-  if use_docker; then
+  # The compose file has one broker: the cluster always runs natively.
+  if [ "$KAFKA_CLUSTER_SIZE" = 3 ] && [ "$MODE" = docker ]; then
+    die "KAFKA_CLUSTER_SIZE=3 runs natively only (docker-compose.yml has one broker); unset RXINGEST_STACK_MODE=docker"
+  fi
+  if [ "$KAFKA_CLUSTER_SIZE" != 3 ] && use_docker; then
     say "Docker engine found: docker compose up"
     docker compose -f "$here/docker-compose.yml" up -d --wait; return
   fi
   redis_up
-  kafka_up
+  if [ "$KAFKA_CLUSTER_SIZE" = 3 ]; then cluster_up; else kafka_up; fi
   es_up
   cmd_status
 }
@@ -250,7 +266,7 @@ cmd_down() {
     local s; for s in "$@"; do
       case "$s" in
         elasticsearch) stop_pidfile Elasticsearch "$STATE/elasticsearch.pid" ;;
-        kafka) stop_pidfile Kafka "$STATE/kafka.pid" ;;
+        kafka) stop_pidfile Kafka "$STATE/kafka.pid"; cluster_down ;;
         redis) stop_pidfile Redis "$STATE/redis.pid" ;;
         *) die "unknown server '$s' (elasticsearch, kafka, redis)" ;;
       esac
@@ -263,6 +279,7 @@ cmd_down() {
   stop_pidfile Elasticsearch "$STATE/elasticsearch.pid"
   for p in $(es_leftovers); do kill -TERM "$p" 2>/dev/null || true; done
   stop_pidfile Kafka "$STATE/kafka.pid"
+  cluster_down
   stop_pidfile Redis "$STATE/redis.pid"
   if sec_any_up; then secure_down; fi
   say "down (data kept in $STATE and $(es_run_dir); remove them for a fresh start)"
@@ -271,7 +288,8 @@ cmd_down() {
 cmd_status() {
   local ok=0
   if redis_ready; then echo "redis          up    redis://127.0.0.1:$REDIS_PORT"; else echo "redis          down"; ok=1; fi
-  if port_open "$KAFKA_PORT"; then echo "kafka          up    127.0.0.1:$KAFKA_PORT"; else echo "kafka          down"; ok=1; fi
+  if [ "$KAFKA_CLUSTER_SIZE" = 3 ] || cluster_any_up; then cluster_status || ok=1
+  elif port_open "$KAFKA_PORT"; then echo "kafka          up    127.0.0.1:$KAFKA_PORT"; else echo "kafka          down"; ok=1; fi
   if es_ready; then
     local v; v=$(curl -fsS -m 2 "http://127.0.0.1:$ES_PORT/_nodes/_local?filter_path=nodes.*.version" | sed -n 's/.*"version" *: *"\([^"]*\)".*/\1/p')
     echo "elasticsearch  up    http://127.0.0.1:$ES_PORT (version $v)"
@@ -282,7 +300,10 @@ cmd_status() {
 
 # Which servers this script started (so a test run can leave the stack as it found it).
 cmd_owned() {
-  for s in redis kafka elasticsearch; do pid_alive "$STATE/$s.pid" && echo "$s"; done; return 0
+  pid_alive "$STATE/redis.pid" && echo redis
+  { pid_alive "$STATE/kafka.pid" || cluster_any_up; } && echo kafka
+  pid_alive "$STATE/elasticsearch.pid" && echo elasticsearch
+  return 0
 }
 
 # --secure anywhere in the arguments (or RXINGEST_STACK_SECURE=1) selects the secured stack;
@@ -309,6 +330,6 @@ case "${1:-}" in
   down) shift; cmd_down "$@" ;;
   status) cmd_status ;;
   owned) cmd_owned ;;
-  -h|--help|help|"") sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' ;;
+  -h|--help|help|"") sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' ;;
   *) die "unknown command '$1' (use up, down, status)" ;;
 esac

@@ -6,7 +6,13 @@ import { promisify } from 'node:util';
 import type { Client } from '@elastic/elasticsearch';
 import type { Kafka, Message } from 'kafkajs';
 import type { WorkloadRecord } from '../../src/generator/workload.js';
-import { esClient, kafkaClient, redisClient, stackEnv } from '../../test/support/stack.js';
+import {
+  createTopicsWithLeaders,
+  esClient,
+  kafkaClient,
+  redisClient,
+  stackEnv,
+} from '../../test/support/stack.js';
 
 export { esClient, kafkaClient, redisClient, stackEnv };
 
@@ -105,7 +111,8 @@ export class RunResources {
     await admin.connect();
     try {
       this.topics.add(topic);
-      await admin.createTopics({ topics: [{ topic, numPartitions }], waitForLeaders: true });
+      // On a cluster, kafkajs's own wait can ask a broker that has not heard of the topic yet.
+      await createTopicsWithLeaders(admin, [{ topic, numPartitions }]);
     } finally {
       await admin.disconnect();
     }

@@ -50,8 +50,24 @@ export async function ensureTopics(admin: Admin, cfg: Config['kafka'], log: Logg
     await admin.createTopics({ topics: toCreate, waitForLeaders: true });
     log.info({ topics: toCreate.map((t) => t.topic), partitions }, 'created output topics');
   } catch (err) {
-    // Another worker may have created them first.
-    const now = new Set(await admin.listTopics());
-    if (!toCreate.every((t) => now.has(t.topic))) throw err;
+    // Another worker may have created them first. On a cluster, the broker that answers may
+    // not have heard of a topic created a moment ago (kafkajs's leader wait then fails with
+    // UNKNOWN_TOPIC_OR_PARTITION): give the metadata a while to spread before giving up.
+    const names = toCreate.map((t) => t.topic);
+    const until = Date.now() + 15_000;
+    for (;;) {
+      if (await topicsHaveLeaders(admin, names)) return;
+      if (Date.now() > until) throw err;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}
+
+async function topicsHaveLeaders(admin: Admin, topics: string[]): Promise<boolean> {
+  try {
+    const meta = await admin.fetchTopicMetadata({ topics });
+    return meta.topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0));
+  } catch {
+    return false;
   }
 }

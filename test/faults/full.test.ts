@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { type ExtraEsNode, startExtraEsNode } from '../support/extra-es-node.js';
+import { startPrivateKafkaCluster } from '../support/private-kafka-cluster.js';
+import { leaderKilled } from './scenarios/cluster-faults.js';
 import { FULL, type ScenarioReport } from './scenarios/common.js';
 import { abortedUpstreamTransactions, hostileInput } from './scenarios/input-faults.js';
 import { eventsIndexDeleted, rebuildByOffsetReset } from './scenarios/operator-faults.js';
@@ -54,6 +56,17 @@ describe('faults (full)', () => {
   it(
     'the Kafka broker restarted',
     run(() => brokerRestarts({ ...FULL, messages: 100_000 })),
+  );
+  it(
+    'the busiest partition leader SIGKILLed on a 3-node cluster',
+    run(async () => {
+      const cluster = await startPrivateKafkaCluster();
+      try {
+        return await leaderKilled({ ...FULL, messages: 100_000 }, cluster);
+      } finally {
+        await cluster.dispose();
+      }
+    }),
   );
   it(
     'an index rebuild by offset reset',

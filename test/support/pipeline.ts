@@ -14,7 +14,7 @@ import {
   type TriggerRule,
   toPlain,
 } from './expected-state.js';
-import { readCommitted, stackEnv, uniqueName, waitFor } from './stack.js';
+import { createTopicsWithLeaders, readCommitted, stackEnv, uniqueName, waitFor } from './stack.js';
 import { spawnWorker, type WorkerProcess } from './worker-process.js';
 
 /** What differs from the contract's state (all zero, and committed at the end, when it holds). */
@@ -132,18 +132,15 @@ export class Pipeline {
     const p = new Pipeline(uniqueName(prefix), options);
     await p.admin.connect();
     const max = String(options.maxMessageBytes ?? 8 * 1024 * 1024);
-    await p.admin.createTopics({
-      waitForLeaders: true,
-      topics: [
-        {
-          topic: p.names.topic,
-          numPartitions: p.partitions,
-          configEntries: [{ name: 'max.message.bytes', value: max }],
-        },
-        { topic: p.names.dlq, numPartitions: 2, configEntries: [{ name: 'max.message.bytes', value: max }] },
-        { topic: p.names.triggers, numPartitions: 2 },
-      ],
-    });
+    await createTopicsWithLeaders(p.admin, [
+      {
+        topic: p.names.topic,
+        numPartitions: p.partitions,
+        configEntries: [{ name: 'max.message.bytes', value: max }],
+      },
+      { topic: p.names.dlq, numPartitions: 2, configEntries: [{ name: 'max.message.bytes', value: max }] },
+      { topic: p.names.triggers, numPartitions: 2 },
+    ]);
     return p;
   }
 

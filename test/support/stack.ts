@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import { Client } from '@elastic/elasticsearch';
 import { Redis } from 'ioredis';
-import { Kafka, logLevel } from 'kafkajs';
+import { type Admin, type ITopicConfig, Kafka, logLevel } from 'kafkajs';
 
 const run = promisify(execFile);
 
@@ -32,6 +32,27 @@ export async function createTopics(topics: { topic: string; numPartitions: numbe
     await admin.createTopics({ topics, waitForLeaders: true });
   } finally {
     await admin.disconnect();
+  }
+}
+
+/**
+ * createTopics, waiting until every partition has a leader. On a cluster, kafkajs's own wait
+ * may ask a broker that has not heard of the new topic yet, and gives up on its
+ * UNKNOWN_TOPIC_OR_PARTITION: the topics exist, so wait for the metadata to spread instead.
+ */
+export async function createTopicsWithLeaders(admin: Admin, topics: ITopicConfig[]): Promise<void> {
+  try {
+    await admin.createTopics({ topics, waitForLeaders: true });
+  } catch (err) {
+    if ((err as { type?: string }).type !== 'UNKNOWN_TOPIC_OR_PARTITION') throw err;
+    await waitFor(
+      `leaders for ${topics.map((t) => t.topic).join(', ')}`,
+      async () => {
+        const meta = await admin.fetchTopicMetadata({ topics: topics.map((t) => t.topic) });
+        return meta.topics.every((t) => t.partitions.length > 0 && t.partitions.every((x) => x.leader >= 0));
+      },
+      { timeoutMs: 30_000 },
+    );
   }
 }
 
