@@ -13,6 +13,7 @@ import type { Commit } from '../operators/commit-in-order.js';
 import type { RetryPolicy } from '../retry/retry-policy.js';
 import type { ProgressLedger } from '../sinks/kafka-progress-ledger.js';
 import { TransactionalCommitter } from '../sinks/kafka-transactional-committer.js';
+import { type BatchVerdict, FetchPosition } from './fetch-position.js';
 import type { PartitionPauses } from './partition-pauses.js';
 import { StallWatch } from './stall-watch.js';
 
@@ -60,6 +61,8 @@ export class PartitionRunner {
   private committer: TransactionalCommitter | undefined;
   private subscription: Subscription | undefined;
   private lastOffset: string | undefined;
+  /** Where kafkajs must fetch next: a batch fetched ahead of it is stale (see FetchPosition). */
+  private position = new FetchPosition(undefined);
   private accepting = false;
   private endOnce: ((end: RunnerEnd) => void) | undefined;
   /** Settles once when the runner is over, however it ended. */
@@ -121,6 +124,7 @@ export class PartitionRunner {
     );
     this.committer = opened.committer;
     this.committed = opened.committed;
+    this.position = new FetchPosition(opened.committed);
     if (opened.committed !== undefined) {
       try {
         this.deps.consumer.seek({ topic: this.topic, partition: this.partition, offset: opened.committed });
@@ -171,8 +175,14 @@ export class PartitionRunner {
   }
 
   /** Hands a kafkajs batch to the graph. Returns false if the batch was not taken (not started, or over). */
-  push(messages: readonly KafkaMessage[], lastOffset: string, highWatermark: string): boolean {
+  push(
+    messages: readonly KafkaMessage[],
+    lastOffset: string,
+    highWatermark: string,
+    fetchedOffset?: string,
+  ): boolean {
     if (!this.accepting) return false;
+    if (!this.admitted(this.position.judgeBatch(fetchedOffset), fetchedOffset, lastOffset)) return false;
     const observe = this.deps.observeClient;
     for (const m of messages) {
       // After a rebalance that kept this partition, kafkajs fetches again from the committed
@@ -191,6 +201,7 @@ export class PartitionRunner {
         headers: m.headers as RawRecord['headers'],
       });
     }
+    this.position.advance(lastOffset);
     this.gapTo(lastOffset);
     this.highWatermark = highWatermark;
     this.updateBackpressure();
@@ -202,11 +213,13 @@ export class PartitionRunner {
    * The fetch moved past `lastOffset` with nothing more to deliver below it (transaction
    * markers, aborted records): a gap entry lets the commit reach past them.
    */
-  gapTo(lastOffset: string): void {
+  gapTo(lastOffset: string, firstOffset?: string | null): void {
     if (!this.accepting || (this.lastOffset !== undefined && !greater(lastOffset, this.lastOffset))) return;
     if (this.lastOffset === undefined && this.committed !== undefined && greater(this.committed, lastOffset))
       return;
+    if (!this.admitted(this.position.judgeGap(firstOffset), firstOffset ?? undefined, lastOffset)) return;
     this.lastOffset = lastOffset;
+    this.position.advance(lastOffset);
     this.input.next({
       topic: this.topic,
       partition: this.partition,
@@ -215,6 +228,31 @@ export class PartitionRunner {
       value: null,
       gap: true,
     });
+  }
+
+  /**
+   * Whether a batch (or gap) may enter. A stale one — fetched before this start's seek — is
+   * refused and the partition sought back to where intake stands, so nothing is passed over.
+   */
+  private admitted(verdict: BatchVerdict, fetchedAt: string | undefined, lastOffset: string): boolean {
+    if (verdict.take) {
+      if ('skippedFrom' in verdict)
+        this.log.warn(
+          { from: verdict.skippedFrom, to: fetchedAt, lastOffset },
+          'Kafka no longer has these offsets (retention or compaction?); going on after them',
+        );
+      return true;
+    }
+    this.log.warn(
+      { expected: verdict.from, fetchedAt, lastOffset },
+      'a batch fetched before this partition was sought back came late; refused, fetching again from where intake stands',
+    );
+    try {
+      this.deps.consumer.seek({ topic: this.topic, partition: this.partition, offset: verdict.from });
+    } catch (err) {
+      this.log.debug({ err: String(err) }, 'could not seek yet; the next batch is judged again');
+    }
+    return false;
   }
 
   /** Stops intake, lets everything in the graph finish and commit, then closes. */

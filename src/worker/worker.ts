@@ -258,7 +258,7 @@ export async function startWorker({
   // eachBatch; its end still moves the partition's position.
   consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
     if (payload.batchSize === 0)
-      registry.runnerFor(payload.topic, payload.partition)?.gapTo(payload.lastOffset);
+      registry.runnerFor(payload.topic, payload.partition)?.gapTo(payload.lastOffset, payload.firstOffset);
   });
   consumer.on(consumer.events.CRASH, ({ payload }) => {
     if (!payload.restart) fail(payload.error);
@@ -278,7 +278,9 @@ export async function startWorker({
       const runner = registry.runnerFor(batch.topic, batch.partition);
       if (runner === undefined || batch.messages.length === 0) return;
       // Not taken (starting, draining): leave the offset unresolved, kafkajs fetches it again.
-      if (!runner.push(batch.messages, batch.lastOffset(), batch.highWatermark)) return;
+      // kafkajs's Batch has the offset it was fetched at, not in its types: a stale batch shows by it.
+      const fetchedAt = (batch as { fetchedOffset?: string }).fetchedOffset;
+      if (!runner.push(batch.messages, batch.lastOffset(), batch.highWatermark, fetchedAt)) return;
       resolveOffset(batch.lastOffset());
       await heartbeat();
     },
