@@ -115,14 +115,18 @@ export class TransactionalCommitter implements CommitSink {
     try {
       await producer.connect();
       await (await producer.transaction()).abort();
-      const offsets = await retrying(options.retry, () => admin.fetchOffsets({ groupId, topics: [topic] }), {
-        maxRetries: OPEN_READ_RETRIES,
-        onRetry: (err, attempt) => {
-          options.onRetry?.('offset-read');
-          log.warn({ topic, partition, attempt, reason: String(err) }, 'reading the committed offset again');
-        },
-      });
-      const p = offsets[0]?.partitions.find((x) => x.partition === partition);
+      const read = () =>
+        retrying(options.retry, () => admin.fetchOffsets({ groupId, topics: [topic] }), {
+          maxRetries: OPEN_READ_RETRIES,
+          onRetry: (err, attempt) => {
+            options.onRetry?.('offset-read');
+            log.warn(
+              { topic, partition, attempt, reason: String(err) },
+              'reading the committed offset again',
+            );
+          },
+        }).then((offsets) => offsets[0]?.partitions.find((x) => x.partition === partition));
+      const p = await settledRead(read, (x) => x?.offset);
       const committed = p === undefined || p.offset === '-1' ? undefined : p.offset;
       // Metadata missing: offsets reset by a tool, or never committed: ask the ledger.
       let highest =
@@ -265,6 +269,29 @@ export class TransactionalCommitter implements CommitSink {
       throw err;
     }
   }
+}
+
+/** Reads apart while the committed offset still moves, and at most this many. */
+const SETTLE_READS = 8;
+const SETTLE_GAP_MS = 150;
+
+/**
+ * The committed offset once two reads SETTLE_GAP_MS apart agree. The fence above returns
+ * once the previous owner's last transaction is complete, but the group coordinator makes
+ * its offsets visible a moment later (asynchronously; after a broker failover, later still),
+ * and kafkajs speaks OffsetFetch only up to v4, without KIP-447's `require_stable` that
+ * would wait for it: one read may show the offset before that commit, and the records it
+ * passed would be processed again (their triggers and dead letters sent twice).
+ */
+async function settledRead<T>(read: () => Promise<T>, offsetOf: (x: T) => string | undefined): Promise<T> {
+  let last = await read();
+  for (let i = 1; i < SETTLE_READS; i++) {
+    await new Promise((r) => setTimeout(r, SETTLE_GAP_MS));
+    const next = await read();
+    if (offsetOf(next) === offsetOf(last)) return next;
+    last = next;
+  }
+  return last;
 }
 
 function fromMetadata(metadata: string | null | undefined): string | undefined {

@@ -16,7 +16,7 @@ const notCoordinator = () =>
     retriable: true,
   });
 
-function fakes(failures: number, error: () => Error = notCoordinator) {
+function fakes(failures: number, error: () => Error = notCoordinator, offsets: readonly string[] = ['42']) {
   let calls = 0;
   const kafka = {
     producer: () => ({
@@ -29,7 +29,8 @@ function fakes(failures: number, error: () => Error = notCoordinator) {
     fetchOffsets: async () => {
       calls++;
       if (calls <= failures) throw error();
-      return [{ topic: 'in', partitions: [{ partition: 0, offset: '42', metadata: 'rxingest:highest=50' }] }];
+      const offset = offsets[Math.min(calls - failures - 1, offsets.length - 1)]!;
+      return [{ topic: 'in', partitions: [{ partition: 0, offset, metadata: 'rxingest:highest=50' }] }];
     },
   } as unknown as Admin;
   const ledger = { highestOf: async () => undefined } as unknown as ProgressLedger;
@@ -49,7 +50,8 @@ describe('TransactionalCommitter.open', () => {
       { ...options, onRetry: (reason) => retries.push(reason) },
       silent,
     );
-    expect(f.calls()).toBe(4);
+    // Three refused, one answer, one more to see that the offset has settled.
+    expect(f.calls()).toBe(5);
     expect(retries, 'each retry told (rxingest_retries_total{target="kafka"})').toEqual([
       'offset-read',
       'offset-read',
@@ -57,6 +59,13 @@ describe('TransactionalCommitter.open', () => {
     ]);
     expect(opened.committed).toBe('42');
     expect(opened.replayedBelow).toBe('50');
+  });
+
+  it('reads again while the committed offset still moves (a commit the coordinator has not shown yet)', async () => {
+    const f = fakes(0, notCoordinator, ['30', '42', '42']);
+    const opened = await TransactionalCommitter.open(f.kafka, f.admin, f.ledger, options, silent);
+    expect(opened.committed).toBe('42');
+    expect(f.calls()).toBe(3);
   });
 
   it('gives up after a few tries, so that the partition start fails and is restarted later', async () => {
