@@ -6,6 +6,7 @@ import { classifyItemError, type ElasticsearchItemError } from '../model/failure
 import type { OriginKey } from '../model/message.js';
 import { applyUpdate, type MergedUpdate, type ProfileDocument } from '../model/profile-merge.js';
 import type { RetryPolicy } from '../retry/retry-policy.js';
+import { BulkCoalescer } from './bulk-coalescer.js';
 import { type BulkAnswer, type BulkItem, BulkRequests } from './elasticsearch-bulk.js';
 import type { IndexEpochs } from './elasticsearch-index-epochs.js';
 import {
@@ -48,6 +49,12 @@ export interface ElasticsearchStoreOptions {
 }
 
 /**
+ * Items one merged bulk request carries at most (the loader's best request size on a small
+ * node was 4,000; the bulk-size cap still splits what a cluster refuses as too large).
+ */
+const COALESCE_MAX_ITEMS = 4_000;
+
+/**
  * Elasticsearch behind the DocumentStore port, with our own per-item retry: only the items
  * that failed go round again, with the one retry policy, until they succeed or the signal
  * aborts. (`client.helpers.bulk` retries only 429s, with a fixed wait, and cannot tell a 409
@@ -69,7 +76,7 @@ export class ElasticsearchDocumentStore implements DocumentStore {
   /** Per kind of write: one line per state change and a summary a minute, never one per retry. */
   private readonly failures = new Map<string, RepeatedFailureLog>();
   private readonly profiles: StoredProfiles;
-  private readonly bulks: BulkRequests;
+  private readonly bulks: BulkCoalescer;
 
   constructor(
     private readonly client: Client,
@@ -81,7 +88,8 @@ export class ElasticsearchDocumentStore implements DocumentStore {
     this.profiles = new StoredProfiles(client, options.profilesIndex, options.recentProfiles, (signal) =>
       this.context('mget', signal),
     );
-    this.bulks = new BulkRequests(client, log);
+    const bulks = new BulkRequests(client, log);
+    this.bulks = new BulkCoalescer((c, ops, lines) => bulks.send(c, ops, lines), COALESCE_MAX_ITEMS);
   }
 
   async createEvents(events: readonly EventDocument[], signal?: AbortSignal): Promise<EventWrite[]> {
