@@ -23,10 +23,10 @@ interface Job {
  * batch in flight, so without this Elasticsearch gets as many small requests at once as there
  * are partitions — and a node spends per request (routing, the translog sync, queueing on its
  * write threads) what it would rather spend per document: 500 × 8 took 165 ms each inside a
- * 2-core node where 500 × 2 took 17 ms. Here a batch goes out at once when nothing is in
- * flight; one that arrives while a request is out waits for it and goes out with every other
- * batch that arrived meanwhile, as one request (up to `maxItems` items: a full load goes out
- * without waiting). The answer is split back by item, so each caller's per-item retry and
+ * 2-core node where 500 × 2 took 17 ms. Here a batch goes out at once while fewer than
+ * `lanes` requests are out; one that arrives when they are all out waits for one of them and
+ * goes out with every other batch that arrived meanwhile, as one request (up to `maxItems`
+ * items: a full load goes out without waiting). The answer is split back by item, so each caller's per-item retry and
  * classification are untouched; a request that fails whole fails for each caller alike.
  *
  * Only batches of the same shape (`linesPerItem`) are merged. A caller whose signal aborts
@@ -42,6 +42,8 @@ export class BulkCoalescer {
   constructor(
     private readonly sendBulk: SendBulk,
     private readonly maxItems: number,
+    /** Requests out at once before a batch waits to be merged. */
+    private readonly lanes: number,
   ) {}
 
   send(context: RequestContext, operations: unknown[], linesPerItem: number): Promise<Attempt<BulkAnswer[]>> {
@@ -72,7 +74,7 @@ export class BulkCoalescer {
   }
 
   private pump(): void {
-    while (this.queue.length > 0 && (this.inFlight === 0 || this.queuedItems >= this.maxItems)) {
+    while (this.queue.length > 0 && (this.inFlight < this.lanes || this.queuedItems >= this.maxItems)) {
       this.dispatch(this.takeRound());
     }
   }

@@ -43,7 +43,7 @@ const flush = () => new Promise((r) => setImmediate(r));
 describe('BulkCoalescer: the bulk writes of every partition, merged while one is in flight', () => {
   it('sends a batch at once when nothing is in flight', async () => {
     const e = endpoint();
-    const c = new BulkCoalescer(e.send, 4_000);
+    const c = new BulkCoalescer(e.send, 4_000, 1);
     const a = c.send(ctx(), events('a1', 'a2'), 2);
     expect(e.requests).toHaveLength(1);
     e.created(0);
@@ -52,7 +52,7 @@ describe('BulkCoalescer: the bulk writes of every partition, merged while one is
 
   it('merges the batches that arrive while a request is out into one request after it, and splits the answer back', async () => {
     const e = endpoint();
-    const c = new BulkCoalescer(e.send, 4_000);
+    const c = new BulkCoalescer(e.send, 4_000, 1);
     const a = c.send(ctx(), events('a1'), 2);
     const b = c.send(ctx(), events('b1', 'b2'), 2);
     const d = c.send(ctx(), events('d1'), 2);
@@ -67,9 +67,23 @@ describe('BulkCoalescer: the bulk writes of every partition, merged while one is
     expect(idsOf(await d)).toEqual(['d1']);
   });
 
+  it('with two lanes, a second batch goes out at once and a third waits to be merged', async () => {
+    const e = endpoint();
+    const c = new BulkCoalescer(e.send, 4_000, 2);
+    void c.send(ctx(), events('a1'), 2);
+    void c.send(ctx(), events('b1'), 2);
+    void c.send(ctx(), events('c1'), 2);
+    void c.send(ctx(), events('d1'), 2);
+    expect(e.requests).toHaveLength(2);
+    e.created(1);
+    await flush();
+    expect(e.requests).toHaveLength(3);
+    expect(e.requests[2]!.operations).toEqual([...events('c1'), ...events('d1')]);
+  });
+
   it('sends a full load without waiting, and never more than maxItems in one request', async () => {
     const e = endpoint();
-    const c = new BulkCoalescer(e.send, 3);
+    const c = new BulkCoalescer(e.send, 3, 1);
     void c.send(ctx(), events('a1'), 2);
     void c.send(ctx(), events('b1', 'b2'), 2);
     expect(e.requests, '2 items queued: below maxItems, they wait').toHaveLength(1);
@@ -81,7 +95,7 @@ describe('BulkCoalescer: the bulk writes of every partition, merged while one is
 
   it('a request that fails whole fails for each of its callers alike', async () => {
     const e = endpoint();
-    const c = new BulkCoalescer(e.send, 4_000);
+    const c = new BulkCoalescer(e.send, 4_000, 1);
     const a = c.send(ctx(), events('a1'), 2);
     const b = c.send(ctx(), events('b1'), 2);
     const d = c.send(ctx(), events('d1'), 2);
@@ -96,7 +110,7 @@ describe('BulkCoalescer: the bulk writes of every partition, merged while one is
 
   it('merges only batches of the same shape (deletes are one line an item)', async () => {
     const e = endpoint();
-    const c = new BulkCoalescer(e.send, 4_000);
+    const c = new BulkCoalescer(e.send, 4_000, 1);
     void c.send(ctx(), events('a1'), 2);
     void c.send(ctx(), [{ delete: { _index: 'p', _id: 'c-1' } }], 1);
     void c.send(ctx(), events('b1'), 2);
@@ -111,7 +125,7 @@ describe('BulkCoalescer: the bulk writes of every partition, merged while one is
 
   it('an aborted caller is rejected at once, queued or in flight; the request out is not cancelled', async () => {
     const e = endpoint();
-    const c = new BulkCoalescer(e.send, 4_000);
+    const c = new BulkCoalescer(e.send, 4_000, 1);
     const outCaller = new AbortController();
     const queuedCaller = new AbortController();
     const a = c.send(ctx(outCaller.signal), events('a1'), 2);
@@ -132,7 +146,7 @@ describe('BulkCoalescer: the bulk writes of every partition, merged while one is
 
   it('a shared request is cancelled only when every caller in it gave up', async () => {
     const e = endpoint();
-    const c = new BulkCoalescer(e.send, 4_000);
+    const c = new BulkCoalescer(e.send, 4_000, 1);
     void c.send(ctx(), events('a1'), 2);
     const one = new AbortController();
     const two = new AbortController();
