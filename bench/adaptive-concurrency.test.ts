@@ -46,10 +46,7 @@ async function ingest(setting: string, env: Record<string, string>, seed: number
     const port = await freePort(9520);
     const w = p.spawn(setting, {
       ...env,
-      HTTP_PORT: String(port),
-      HTTP_HOST: '127.0.0.1',
-      CONTROL_TOPIC: `${p.names.group}.control`,
-      CONTROL_KEY_PREFIX: `${p.env.REDIS_KEY_PREFIX}control:`,
+      ...p.controlEnv(port),
     });
     await waitFor(
       'every partition assigned',
@@ -74,7 +71,6 @@ async function ingest(setting: string, env: Record<string, string>, seed: number
     expect(await w.exited).toBe(0);
     return { setting, docsPerSec: Math.round(MESSAGES / seconds), limits };
   } finally {
-    await p.admin.deleteTopics({ topics: [`${p.names.group}.control`] }).catch(() => undefined);
     await p.cleanup();
   }
 }

@@ -40,6 +40,7 @@ import {
 } from './lib/stack.js';
 import { fmt, type Summary, summarize } from './lib/stats.js';
 import { BenchWorker, cpuBetween, type MemoryBreakdown, type WorkerMetricsSample } from './lib/worker.js';
+import { benchWorkerEnv } from './lib/worker-env.js';
 
 export interface EndToEndOptions {
   readonly quick: boolean;
@@ -145,16 +146,8 @@ interface WorkerPoint {
 }
 
 function workerEnv(ctx: Ctx, key: string, topics: string[], batchMax?: number): Record<string, string> {
-  const prefix = `${ctx.runId}:${key}:`;
-  ctx.res.redisPrefixes.add(prefix);
   return {
-    INGEST_TOPICS: topics.join(','),
-    INGEST_GROUP: ctx.res.name(`${key}-group`),
-    PROFILES_INDEX: ctx.res.name(`${key}-profiles`),
-    EVENTS_INDEX: ctx.res.name(`${key}-events`),
-    DLQ_TOPIC: ctx.res.name('dlq'),
-    TRIGGERS_TOPIC: ctx.res.name('triggers'),
-    REDIS_KEY_PREFIX: prefix,
+    ...benchWorkerEnv(ctx.res, key, topics),
     ...(batchMax !== undefined && batchMax !== ctx.defaults.batchMax ? { BATCH_MAX: String(batchMax) } : {}),
   };
 }

@@ -15,7 +15,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@elastic/elasticsearch';
 import { planWorkload } from '../src/generator/workload.js';
-import { eventsMapping, profilesMapping } from '../src/worker/elasticsearch-setup.js';
+import { createIndices, deleteIndices } from './lib/ceiling.js';
 import { documentOf } from './lib/documents.js';
 import { drainRate } from './lib/drain.js';
 import { type Pinning, pinElasticsearchApart, pinningUnavailable } from './lib/pinning.js';
@@ -25,7 +25,6 @@ import type { Section, Target } from './lib/report.js';
 import {
   cpuSeconds,
   ensureStack,
-  esClient,
   kafkaClient,
   produceAll,
   RunResources,
@@ -35,6 +34,7 @@ import {
 import { type StageTime, stagesOfProfileFile } from './lib/stages.js';
 import { fmt } from './lib/stats.js';
 import { BenchWorker } from './lib/worker.js';
+import { benchWorkerEnv } from './lib/worker-env.js';
 
 export interface PinnedOptions {
   readonly quick: boolean;
@@ -172,22 +172,6 @@ async function measure(ctx: Ctx, mode: Row['mode'], w: Workload, n: number): Pro
   return { mode, workload: w, ceiling, worker };
 }
 
-async function freshIndices(ctx: Ctx, tag: string): Promise<{ events: string; profiles: string }> {
-  const names = { events: ctx.res.name(`${tag}-events`), profiles: ctx.res.name(`${tag}-profiles`) };
-  await ctx.res.createIndex(names.events, eventsMapping);
-  await ctx.res.createIndex(names.profiles, profilesMapping);
-  return names;
-}
-
-async function dropIndices(names: { events: string; profiles: string }): Promise<void> {
-  const es = esClient();
-  try {
-    await es.indices.delete({ index: [names.events, names.profiles] }).catch(() => undefined);
-  } finally {
-    await es.close();
-  }
-}
-
 /** The best of a short search over batch size and concurrency, then every document at that setting. */
 async function rawCeiling(ctx: Ctx, w: Workload): Promise<CeilingRun> {
   const es = new Client({ node: stackEnv.esNode, requestTimeout: 120_000 });
@@ -195,10 +179,10 @@ async function rawCeiling(ctx: Ctx, w: Workload): Promise<CeilingRun> {
     const sample = w.docs.slice(0, ctx.quick ? 8_000 : 30_000);
     const trials: { batch: number; concurrency: number; rate: number }[] = [];
     const trial = async (batch: number, concurrency: number) => {
-      const names = await freshIndices(ctx, `c${ctx.runs++}`);
+      const names = await createIndices(ctx, `c${ctx.runs++}`);
       const bodies = encodeBodies(sample, names, batch);
       const r = await loadRaw(es, bodies, sample.length, concurrency);
-      await dropIndices(names);
+      await deleteIndices([names.events, names.profiles]);
       trials.push({ batch, concurrency, rate: r.rate });
     };
     for (const b of ctx.quick ? [1000, 4000] : [500, 1000, 2000, 4000]) await trial(b, 2);
@@ -206,12 +190,12 @@ async function rawCeiling(ctx: Ctx, w: Workload): Promise<CeilingRun> {
     for (const c of ctx.quick ? [4] : [1, 4]) await trial(bestBatch, c);
     const best = trials.reduce((a, t) => (t.rate > a.rate ? t : a));
 
-    const names = await freshIndices(ctx, `c${ctx.runs++}`);
+    const names = await createIndices(ctx, `c${ctx.runs++}`);
     const bodies = encodeBodies(w.docs, names, best.batch);
     const esBefore = cpuOf(ctx.pids.elasticsearch);
     const r = await loadRaw(es, bodies, w.docs.length, best.concurrency);
     const esCores = (cpuOf(ctx.pids.elasticsearch) - esBefore) / (r.ms / 1000);
-    await dropIndices(names);
+    await deleteIndices([names.events, names.profiles]);
     return { rate: r.rate, batch: best.batch, concurrency: best.concurrency, esCores, errors: r.errors };
   } finally {
     await es.close();
@@ -219,20 +203,6 @@ async function rawCeiling(ctx: Ctx, w: Workload): Promise<CeilingRun> {
 }
 
 const cpuOf = (pid: number | undefined) => (pid === undefined ? Number.NaN : (cpuSeconds(pid) ?? Number.NaN));
-
-function workerEnv(ctx: Ctx, tag: string, topic: string): Record<string, string> {
-  const prefix = `${ctx.runId}:${tag}:`;
-  ctx.res.redisPrefixes.add(prefix);
-  return {
-    INGEST_TOPICS: topic,
-    INGEST_GROUP: ctx.res.name(`${tag}-group`),
-    PROFILES_INDEX: ctx.res.name(`${tag}-profiles`),
-    EVENTS_INDEX: ctx.res.name(`${tag}-events`),
-    DLQ_TOPIC: ctx.res.name('dlq'),
-    TRIGGERS_TOPIC: ctx.res.name('triggers'),
-    REDIS_KEY_PREFIX: prefix,
-  };
-}
 
 /** The worker as shipped drains the backlog; rate, its CPU per document, ES's CPU, peak RSS. */
 async function drainWithWorker(ctx: Ctx, w: Workload, n: number, cpuProfDir?: string) {
@@ -244,7 +214,7 @@ async function drainWithWorker(ctx: Ctx, w: Workload, n: number, cpuProfDir?: st
     logDir: ctx.logDir,
     stackPids: ctx.pids,
     cpuProfDir,
-    env: workerEnv(ctx, tag, w.topic),
+    env: benchWorkerEnv(ctx.res, tag, [w.topic]),
   });
   let drained = false;
   try {
@@ -252,7 +222,7 @@ async function drainWithWorker(ctx: Ctx, w: Workload, n: number, cpuProfDir?: st
   } finally {
     await worker.stop(30_000);
   }
-  await dropIndices({ events: ctx.res.name(`${tag}-events`), profiles: ctx.res.name(`${tag}-profiles`) });
+  await deleteIndices([ctx.res.name(`${tag}-events`), ctx.res.name(`${tag}-profiles`)]);
   const { rate, ms } = drainRate(worker, n);
   const first = worker.samples.find((s) => s.inFlight > 0 || s.done > 0);
   const endT = worker.timeOfDone(n) ?? worker.last?.t ?? 0;

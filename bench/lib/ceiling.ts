@@ -24,7 +24,7 @@ export interface CeilingContext {
 // ------------------------------------------------------------------ documents
 
 export async function createIndices(
-  ctx: CeilingContext,
+  ctx: Pick<CeilingContext, 'res'>,
   prefix: string,
 ): Promise<{ events: string; profiles: string }> {
   const events = ctx.res.name(`${prefix}-events`);

@@ -22,7 +22,6 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await p?.admin.deleteTopics({ topics: [`${p.names.group}.control`] }).catch(() => undefined);
   await p?.cleanup();
   await node?.stop();
 });
@@ -42,11 +41,8 @@ describe('adaptive concurrency in a running worker', () => {
   it('lowers the limit on item-level 429s inside 200 answers, never opens the breaker, and loses nothing', async () => {
     const port = await freePort(9510);
     const w = p.spawn('w', {
-      HTTP_PORT: String(port),
-      HTTP_HOST: '127.0.0.1',
+      ...p.controlEnv(port),
       ES_CONCURRENCY_INITIAL: String(INITIAL),
-      CONTROL_TOPIC: `${p.names.group}.control`,
-      CONTROL_KEY_PREFIX: `${p.env.REDIS_KEY_PREFIX}control:`,
     });
     await waitFor('the worker to serve /metrics', () => scrape(port), { timeoutMs: 90_000 });
     const sampling = sampleGauge(port, 'rxingest_es_concurrency_limit', 250);

@@ -32,7 +32,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   redis?.disconnect();
-  await p?.admin.deleteTopics({ topics: [`${p.names.group}.control`] }).catch(() => undefined);
   await p?.cleanup();
 });
 
@@ -95,10 +94,7 @@ describe('hot clients through a real worker and the producer library', () => {
     const port = await freePort(9560);
     const prefix = `${p.env.REDIS_KEY_PREFIX}control:`;
     const w = p.spawn('w', {
-      HTTP_PORT: String(port),
-      HTTP_HOST: '127.0.0.1',
-      CONTROL_TOPIC: `${p.names.group}.control`,
-      CONTROL_KEY_PREFIX: prefix,
+      ...p.controlEnv(port),
       HOT_CLIENT_INTERVAL_MS: '1000',
       HOT_CLIENT_ENTER_RATE: '100',
       HOT_CLIENT_LEAVE_RATE: '50',

@@ -27,7 +27,6 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await p?.admin.deleteTopics({ topics: [`${p.names.group}.control`] }).catch(() => undefined);
   await p?.cleanup();
   await node?.stop();
 });
@@ -37,10 +36,7 @@ describe('tier 2: lag to producers, with a real worker and rxingest produce', ()
     const port = await freePort(9530);
     const prefix = `${p.env.REDIS_KEY_PREFIX}control:`;
     const w = p.spawn('w', {
-      HTTP_PORT: String(port),
-      HTTP_HOST: '127.0.0.1',
-      CONTROL_TOPIC: `${p.names.group}.control`,
-      CONTROL_KEY_PREFIX: prefix,
+      ...p.controlEnv(port),
       ES_CONCURRENCY_INITIAL: '1',
       ES_CONCURRENCY_MAX: '1',
       LAG_INTERVAL_MS: '1000',

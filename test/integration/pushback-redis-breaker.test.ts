@@ -23,7 +23,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   redis?.thaw();
-  await p?.admin.deleteTopics({ topics: [`${p.names.group}.control`] }).catch(() => undefined);
   await p?.cleanup();
   await redis?.dispose();
 });
@@ -39,10 +38,7 @@ describe('the Redis circuit breaker in a running worker', () => {
   it('opens within seconds of a SIGSTOP, ingestion goes on with every guarantee, and it closes after SIGCONT', async () => {
     const port = await freePort(9590);
     const w = p.spawn('w', {
-      HTTP_PORT: String(port),
-      HTTP_HOST: '127.0.0.1',
-      CONTROL_TOPIC: `${p.names.group}.control`,
-      CONTROL_KEY_PREFIX: `${p.env.REDIS_KEY_PREFIX}control:`,
+      ...p.controlEnv(port),
       BREAKER_OPEN_MS: '1000',
       BREAKER_OPEN_MAX_MS: '2000',
     });

@@ -67,6 +67,8 @@ export class Pipeline {
     triggers: string;
     progress: string;
     group: string;
+    /** The push-back control topic of workers started with controlEnv(). */
+    control: string;
     profiles: string;
     events: string;
   };
@@ -91,6 +93,7 @@ export class Pipeline {
       triggers: `${name}.triggers`,
       progress: `${name}.progress`,
       group: `${name}-group`,
+      control: `${name}-group.control`,
       profiles: `${n}-profiles`,
       events: `${n}-events`,
     };
@@ -142,6 +145,19 @@ export class Pipeline {
       { topic: p.names.triggers, numPartitions: 2 },
     ]);
     return p;
+  }
+
+  /**
+   * A worker's push-back settings of its own: this deployment's control topic and Redis keys
+   * (never the shared defaults other tests use), and /metrics on 127.0.0.1:`port`.
+   */
+  controlEnv(port: number): Record<string, string> {
+    return {
+      HTTP_PORT: String(port),
+      HTTP_HOST: '127.0.0.1',
+      CONTROL_TOPIC: this.names.control,
+      CONTROL_KEY_PREFIX: `${this.env.REDIS_KEY_PREFIX}control:`,
+    };
   }
 
   /** Starts a real worker process (`rxingest worker`) for this deployment. */
@@ -363,7 +379,7 @@ export class Pipeline {
       .delete({ index: [names.profiles, names.events], ignore_unavailable: true })
       .catch(() => undefined);
     await this.admin
-      .deleteTopics({ topics: [names.topic, names.dlq, names.triggers, names.progress] })
+      .deleteTopics({ topics: [names.topic, names.dlq, names.triggers, names.progress, names.control] })
       .catch(() => undefined);
     await this.admin.deleteGroups([names.group]).catch(() => undefined);
     await this.admin.disconnect();
