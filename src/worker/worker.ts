@@ -7,6 +7,7 @@ import type { Config } from '../config/config.js';
 import { WorkerPushback } from '../control/worker-pushback.js';
 import { type HttpServerHandle, startHttpServer } from '../http/http-server.js';
 import { Readiness } from '../http/readiness.js';
+import { assertKafkajsProduceRetries } from '../kafkajs-patch/produce-retries.js';
 import { assertKafkajsReadCommitted } from '../kafkajs-patch/read-committed.js';
 import { EsPoolMonitor, esPoolStats } from '../metrics/es-pool-monitor.js';
 import { WorkerMetrics } from '../metrics/worker-metrics.js';
@@ -57,6 +58,8 @@ export async function startWorker({
 }: WorkerOptions): Promise<WorkerHandle> {
   // Input topics and the progress ledger are read read_committed: refuse a kafkajs that leaks aborted records.
   assertKafkajsReadCommitted();
+  // Triggers and dead letters go out in transactions that a leader move must not split or repeat.
+  await assertKafkajsProduceRetries();
   const metrics = new WorkerMetrics({
     topics: config.kafka.topics,
     esMaxConnections: config.elasticsearch.maxConnections,
@@ -223,8 +226,8 @@ export async function startWorker({
     void stopping.then(() => settle.reject(err));
   };
   const registry = new PartitionRegistry({
-    createRunner: (topic, partition) =>
-      new PartitionRunner(topic, partition, {
+    createRunner: (topic, partition, resumeAt) =>
+      new PartitionRunner(topic, partition, resumeAt, {
         config,
         kafka,
         consumer,

@@ -53,7 +53,10 @@ export async function leaderKilled(
     expect(configs.resources[0]?.configEntries[0]?.configValue, 'min.insync.replicas').toBe('2');
 
     const workers = [p.spawn('a'), p.spawn('b')];
-    await p.produce(traffic(seed, size.messages, { ratePerSec: 50_000 }));
+    // Still producing when the node dies: at the full size the workers commit most of the
+    // run while it is being produced, and the kill must fall mid-run.
+    const producing = p.produce(traffic(seed, size.messages, { ratePerSec: 50_000 }));
+    producing.catch(() => undefined); // awaited after the recovery, where a failure shows
     await whenCommitted(p, size.messages * 0.25, size);
 
     // The coordinators' topics exist by now (the workers have committed): replicated too.
@@ -91,6 +94,7 @@ export async function leaderKilled(
       { timeoutMs: size.waitMs, intervalMs: 100 },
     );
     const recoveryMs = Date.now() - killedAt;
+    await producing;
     const after = await busiestLeader(p.admin, p.names.topic);
     expect(
       after.byNode[victim.nodeId],
