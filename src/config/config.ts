@@ -84,6 +84,8 @@ export interface GraphSettings {
   readonly batchMs: number;
   readonly highWater: number;
   readonly lowWater: number;
+  /** Bytes taken in and not committed that pause a partition too (it resumes below half). */
+  readonly highWaterBytes: number;
   readonly commitIntervalMs: number;
   readonly commitEvery: number;
   readonly retryBaseMs: number;
@@ -199,6 +201,7 @@ const schema = {
   BATCH_MS: [int(1, 60_000), '100'],
   HIGH_WATER: [int(1, 10_000_000), '2000'],
   LOW_WATER: [int(0, 10_000_000), '1000'],
+  HIGH_WATER_BYTES: [int(64 * 1024, 4 * 1024 ** 3), String(16 * 1024 * 1024)],
   COMMIT_INTERVAL_MS: [int(1, 60_000), '500'],
   COMMIT_EVERY: [int(1, 1_000_000), '5000'],
   RETRY_BASE_MS: [int(1, 60_000), '100'],
@@ -378,6 +381,7 @@ export function loadConfig(
       batchMs: r.BATCH_MS,
       highWater: r.HIGH_WATER,
       lowWater: r.LOW_WATER,
+      highWaterBytes: r.HIGH_WATER_BYTES,
       commitIntervalMs: r.COMMIT_INTERVAL_MS,
       commitEvery: r.COMMIT_EVERY,
       retryBaseMs: r.RETRY_BASE_MS,

@@ -96,6 +96,12 @@ export class WorkerMetrics {
     labelNames: ['topic', 'partition'] as const,
     registers: this.r,
   });
+  readonly inFlightBytes = new Gauge({
+    name: 'rxingest_in_flight_bytes',
+    help: 'Key and value bytes taken into a partition graph and not yet durably committed (HIGH_WATER_BYTES pauses it)',
+    labelNames: ['topic', 'partition'] as const,
+    registers: this.r,
+  });
   readonly lag = new Gauge({
     name: 'rxingest_consumer_lag',
     help: 'Records between the committed offset and the partition end, as last fetched',

@@ -7,7 +7,8 @@ import type { PartitionPauses } from './partition-pauses.js';
 import type { PartitionRunner, RunnerEnd } from './partition-runner.js';
 
 export interface PartitionRegistryDeps {
-  readonly createRunner: (topic: string, partition: number) => PartitionRunner;
+  /** `resumeAt`: where a replaced runner started taking records, for when nothing is committed yet. */
+  readonly createRunner: (topic: string, partition: number, resumeAt: string | undefined) => PartitionRunner;
   readonly pauses: PartitionPauses;
   readonly retry: RetryPolicy;
   readonly metrics: WorkerMetrics;
@@ -39,6 +40,12 @@ export class PartitionRegistry {
   private assigned = new Set<string>();
   private readonly failures = new Map<string, number>();
   private readonly restarts = new Map<string, NodeJS.Timeout>();
+  /**
+   * Per partition, the first offset a failed runner took in. A replacement resumes from the
+   * committed offset; with none committed yet, kafkajs's fetch position is already past what
+   * the failed runner took (it was never committed), so the replacement must seek back here.
+   */
+  private readonly resumeAt = new Map<string, string>();
   private stopping = false;
 
   constructor(private readonly deps: PartitionRegistryDeps) {}
@@ -53,6 +60,7 @@ export class PartitionRegistry {
     for (const [k, slot] of [...this.slots]) {
       if (next.has(k)) continue;
       this.slots.delete(k);
+      this.resumeAt.delete(k);
       this.deps.log.info({ topic: slot.topic, partition: slot.partition }, 'partition revoked; draining');
       this.deps.pauses.forget(slot.topic, slot.partition);
       void slot.runner.drain(this.deps.drainTimeoutMs);
@@ -61,6 +69,7 @@ export class PartitionRegistry {
       if (next.has(k)) continue;
       clearTimeout(timer);
       this.restarts.delete(k);
+      this.resumeAt.delete(k);
     }
     for (const [topic, partitions] of Object.entries(assignment)) {
       for (const p of partitions)
@@ -100,7 +109,7 @@ export class PartitionRegistry {
 
   private start(topic: string, partition: number): void {
     const k = key(topic, partition);
-    const runner = this.deps.createRunner(topic, partition);
+    const runner = this.deps.createRunner(topic, partition, this.resumeAt.get(k));
     this.slots.set(k, { runner, topic, partition });
     this.deps.pauses.set(topic, partition, 'starting', true);
     runner.start().then(
@@ -119,6 +128,8 @@ export class PartitionRegistry {
     if (this.slots.get(k)?.runner !== runner) return;
     this.slots.delete(k);
     if (this.stopping || !this.assigned.has(k)) return;
+    const firstTaken = runner.firstTaken;
+    if (firstTaken !== undefined && !this.resumeAt.has(k)) this.resumeAt.set(k, firstTaken);
     if (end.drained) {
       // Drained while still assigned (it should not happen): take it up again.
       this.restartLater(topic, partition, 'drained', 0);

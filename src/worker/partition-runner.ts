@@ -3,8 +3,10 @@ import type { Logger } from 'pino';
 import { Subject, type Subscription } from 'rxjs';
 import type { Config } from '../config/config.js';
 import { ingestPartition, type PartitionPorts } from '../graph/partition-graph.js';
+import { PartitionCounts } from '../metrics/partition-counts.js';
 import { timedCommitSink } from '../metrics/timed-commit-sink.js';
 import type { WorkerMetrics } from '../metrics/worker-metrics.js';
+import { BytesInFlight, recordBytes } from '../model/bytes-in-flight.js';
 import type { RawRecord } from '../model/message.js';
 import { greater, OffsetTracker } from '../model/offset-tracker.js';
 import type { OutRecord } from '../model/out-record.js';
@@ -56,11 +58,13 @@ export type RunnerEnd = { readonly drained: true } | { readonly drained: false; 
 export class PartitionRunner {
   private readonly input = new Subject<RawRecord>();
   private readonly tracker = new OffsetTracker<OutRecord>();
+  private readonly bytesInFlight = new BytesInFlight();
   private readonly abort = new AbortController();
   private readonly log: Logger;
   private committer: TransactionalCommitter | undefined;
   private subscription: Subscription | undefined;
   private lastOffset: string | undefined;
+  private first: string | undefined;
   /** Where kafkajs must fetch next: a batch fetched ahead of it is stale (see FetchPosition). */
   private position = new FetchPosition(undefined);
   private accepting = false;
@@ -68,19 +72,7 @@ export class PartitionRunner {
   /** Settles once when the runner is over, however it ended. */
   readonly ended: Promise<RunnerEnd>;
   private readonly labels: { topic: string; partition: string };
-  /** Counted per record as plain numbers, handed to prom-client per batch and commit. */
-  private readonly counts = {
-    in: 0,
-    indexed: 0,
-    duplicate: 0,
-    stale: 0,
-    'dead-letter': 0,
-    ignored: 0,
-    deleted: 0,
-    skipped: 0,
-  };
-  /** End-to-end latencies (ms) of records indexed since the last flush. */
-  private readonly latenciesMs: number[] = [];
+  private readonly counts: PartitionCounts;
   private highWatermark: string | undefined;
   private committed: string | undefined;
   private readonly stall: StallWatch;
@@ -89,10 +81,13 @@ export class PartitionRunner {
   constructor(
     readonly topic: string,
     readonly partition: number,
+    /** Where to seek when the group has no committed offset (a replaced runner's first offset). */
+    private readonly resumeAt: string | undefined,
     private readonly deps: PartitionRunnerDeps,
   ) {
     this.log = deps.log.child({ topic, partition });
     this.stall = new StallWatch(deps.config.stallTimeoutMs);
+    this.counts = new PartitionCounts(deps.metrics);
     this.labels = { topic, partition: String(partition) };
     this.ended = new Promise((resolve) => {
       this.endOnce = (end) => {
@@ -104,6 +99,11 @@ export class PartitionRunner {
 
   get isAccepting(): boolean {
     return this.accepting;
+  }
+
+  /** The first offset this runner took in (a record or a gap), if any. */
+  get firstTaken(): string | undefined {
+    return this.first;
   }
 
   async start(): Promise<void> {
@@ -124,18 +124,16 @@ export class PartitionRunner {
     );
     this.committer = opened.committer;
     this.committed = opened.committed;
-    this.position = new FetchPosition(opened.committed);
-    if (opened.committed !== undefined) {
+    const from = opened.committed ?? this.resumeAt;
+    this.position = new FetchPosition(from);
+    if (from !== undefined) {
       try {
-        this.deps.consumer.seek({ topic: this.topic, partition: this.partition, offset: opened.committed });
+        this.deps.consumer.seek({ topic: this.topic, partition: this.partition, offset: from });
       } catch (err) {
         // kafkajs refuses while it restarts its consumer after a crash: try again a little later.
-        throw Object.assign(
-          new Error(`seek to ${opened.committed} refused: ${String(err)}`, { cause: err }),
-          {
-            retriable: true,
-          },
-        );
+        throw Object.assign(new Error(`seek to ${from} refused: ${String(err)}`, { cause: err }), {
+          retriable: true,
+        });
       }
     }
     this.log.info(
@@ -184,12 +182,15 @@ export class PartitionRunner {
     if (!this.accepting) return false;
     if (!this.admitted(this.position.judgeBatch(fetchedOffset), fetchedOffset, lastOffset)) return false;
     const observe = this.deps.observeClient;
+    let bytes = 0;
     for (const m of messages) {
       // After a rebalance that kept this partition, kafkajs fetches again from the committed
       // offset: what is already in the graph must not enter twice.
       if (this.lastOffset !== undefined && !greater(m.offset, this.lastOffset)) continue;
       this.lastOffset = m.offset;
-      this.counts.in++;
+      this.first ??= m.offset;
+      this.counts.tookIn();
+      bytes += recordBytes(m.key, m.value);
       if (observe !== undefined && m.key !== null && m.key.length > 0 && m.key.length <= MAX_CLIENT_KEY_BYTES)
         observe(this.topic, m.key.toString('utf8'));
       this.input.next({
@@ -201,6 +202,7 @@ export class PartitionRunner {
         headers: m.headers as RawRecord['headers'],
       });
     }
+    this.bytesInFlight.add(lastOffset, bytes);
     this.position.advance(lastOffset);
     this.gapTo(lastOffset);
     this.highWatermark = highWatermark;
@@ -219,6 +221,7 @@ export class PartitionRunner {
       return;
     if (!this.admitted(this.position.judgeGap(firstOffset), firstOffset ?? undefined, lastOffset)) return;
     this.lastOffset = lastOffset;
+    this.first ??= firstOffset ?? lastOffset;
     this.position.advance(lastOffset);
     this.input.next({
       topic: this.topic,
@@ -310,6 +313,7 @@ export class PartitionRunner {
     this.deps.pauses.set(this.topic, this.partition, 'backpressure', false);
     const m = this.deps.metrics;
     m.inFlight.remove(this.labels);
+    m.inFlightBytes.remove(this.labels);
     m.lag.remove(this.labels);
     m.stalled.remove(this.labels);
     await this.committer
@@ -321,6 +325,7 @@ export class PartitionRunner {
 
   private onCommit(commit: Commit): void {
     this.committed = commit.offset;
+    this.bytesInFlight.committed(commit.offset);
     this.stall.progressed();
     this.flushMetrics();
     this.deps.metrics.countCommit(commit.records, this.deps.config.kafka);
@@ -329,28 +334,14 @@ export class PartitionRunner {
   }
 
   private onDone(batch: readonly Done[]): void {
-    const now = Date.now();
-    for (const d of batch) {
-      const kind = d.entry.outcome.kind;
-      this.counts[kind]++;
-      if (kind === 'indexed' && d.entry.message !== undefined)
-        this.latenciesMs.push(now - Date.parse(d.entry.message.ts));
-    }
+    this.counts.finished(batch);
   }
 
   private flushMetrics(): void {
     const m = this.deps.metrics;
-    const c = this.counts;
-    if (c.in > 0) m.recordsIn.inc(c.in);
-    c.in = 0;
-    for (const kind of ['indexed', 'duplicate', 'stale', 'dead-letter', 'ignored', 'deleted'] as const) {
-      if (c[kind] > 0) m.recordsDone.inc({ outcome: kind }, c[kind]);
-      c[kind] = 0;
-    }
-    c.skipped = 0;
+    this.counts.flush();
     m.inFlight.set(this.labels, this.tracker.unfinished);
-    m.observeLatencies(this.latenciesMs);
-    this.latenciesMs.length = 0;
+    m.inFlightBytes.set(this.labels, this.bytesInFlight.bytes);
     const lag = this.lag();
     if (lag !== undefined) m.lag.set(this.labels, lag);
   }
@@ -365,9 +356,12 @@ export class PartitionRunner {
   private updateBackpressure(): void {
     if (!this.accepting) return;
     const unfinished = this.tracker.unfinished;
-    const { highWater, lowWater } = this.deps.config.graph;
-    if (unfinished >= highWater) this.deps.pauses.set(this.topic, this.partition, 'backpressure', true);
-    else if (unfinished <= lowWater) this.deps.pauses.set(this.topic, this.partition, 'backpressure', false);
+    const bytes = this.bytesInFlight.bytes;
+    const { highWater, lowWater, highWaterBytes } = this.deps.config.graph;
+    if (unfinished >= highWater || bytes >= highWaterBytes)
+      this.deps.pauses.set(this.topic, this.partition, 'backpressure', true);
+    else if (unfinished <= lowWater && bytes <= highWaterBytes / 2)
+      this.deps.pauses.set(this.topic, this.partition, 'backpressure', false);
   }
 
   /** A partition with lag or unfinished work and no commit for STALL_TIMEOUT_MS is said so, once. */

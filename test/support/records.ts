@@ -12,6 +12,7 @@ export const testSettings = (overrides: Partial<GraphSettings> = {}): GraphSetti
   batchMs: 100,
   highWater: 10_000,
   lowWater: 5_000,
+  highWaterBytes: 16 * 1024 * 1024,
   commitIntervalMs: 500,
   commitEvery: 5_000,
   retryBaseMs: 10,

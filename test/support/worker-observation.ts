@@ -37,19 +37,20 @@ export async function scrape(port: number): Promise<ParsedText> {
 }
 
 /**
- * Scrapes one gauge of the worker every `everyMs` into `values` until the returned stop
+ * Scrapes one gauge of the worker (the one sample with these labels) every `everyMs` into `values` until the returned stop
  * function is called (a scrape that fails is skipped).
  */
 export function sampleGauge(
   port: number,
   name: string,
   everyMs: number,
+  labels: Record<string, string> = {},
 ): { values: number[]; stop: () => void } {
   const values: number[] = [];
   const timer = setInterval(() => {
     scrape(port)
       .then((m) => {
-        const v = sampleValue(m, name);
+        const v = sampleValue(m, name, labels);
         if (v !== undefined) values.push(v);
       })
       .catch(() => undefined);

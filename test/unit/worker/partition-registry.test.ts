@@ -16,9 +16,12 @@ class FakeRunner {
   readonly ended = new Promise<RunnerEnd>((r) => {
     this.settle = r;
   });
+  /** What the real runner reports: the first offset it took in. */
+  firstTaken: string | undefined;
   constructor(
     readonly topic: string,
     readonly partition: number,
+    readonly resumeAt: string | undefined,
   ) {}
   start = () => this.started;
   drain = async () => {
@@ -51,8 +54,8 @@ function setup() {
   const fatal: unknown[] = [];
   const metrics = new WorkerMetrics({ defaultMetrics: false });
   const registry = new PartitionRegistry({
-    createRunner: (topic, partition) => {
-      const r = new FakeRunner(topic, partition);
+    createRunner: (topic, partition, resumeAt) => {
+      const r = new FakeRunner(topic, partition, resumeAt);
       runners.push(r);
       return r as unknown as PartitionRunner;
     },
@@ -136,6 +139,27 @@ describe('PartitionRegistry', () => {
     await vi.advanceTimersByTimeAsync(100);
     expect(runners).toHaveLength(2);
     expect(fatal).toEqual([]);
+    vi.useRealTimers();
+  });
+
+  it('hands a replacement the first offset the failed runner took, for a partition with nothing committed yet', async () => {
+    const { registry, runners, flush } = setup();
+    registry.assign({ t: [0] });
+    await flush();
+    expect(runners[0]!.resumeAt).toBeUndefined();
+    runners[0]!.firstTaken = '0';
+    await runners[0]!.end(new CommitFailedError('first commit: broker gone'));
+    await vi.advanceTimersByTimeAsync(100);
+    expect(runners[1]!.resumeAt).toBe('0');
+    // The replacement failed before it took anything (or from later on): still from the first start.
+    runners[1]!.firstTaken = '40';
+    await runners[1]!.end(new CommitFailedError('again'));
+    await vi.advanceTimersByTimeAsync(100);
+    expect(runners[2]!.resumeAt).toBe('0');
+    // Revoked and assigned again: a new owner's start, from the committed offset as usual.
+    registry.assign({});
+    registry.assign({ t: [0] });
+    expect(runners.at(-1)!.resumeAt).toBeUndefined();
     vi.useRealTimers();
   });
 

@@ -1,0 +1,83 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { WorkloadRecord } from '../../src/generator/workload.js';
+import { freePort } from '../support/extra-es-node.js';
+import { Pipeline } from '../support/pipeline.js';
+import { waitFor } from '../support/stack.js';
+import { sampleGauge, scrape } from '../support/worker-observation.js';
+
+const EVENTS = 160;
+const PAYLOAD = 200 * 1024;
+const HIGH_WATER_BYTES = 1024 * 1024;
+const FETCH_BYTES = 256 * 1024;
+
+let p: Pipeline;
+
+beforeAll(async () => {
+  p = await Pipeline.create('pb-bytes', { partitions: 1 });
+});
+
+afterAll(async () => {
+  await p?.cleanup();
+});
+
+/** Events of about 200 KB each: 160 of them are 32 MB, far above the window, far below HIGH_WATER records. */
+function largeEvents(): WorkloadRecord[] {
+  return Array.from({ length: EVENTS }, (_, i) => {
+    const id = randomUUID();
+    const clientId = `c-${i % 10}`;
+    const value = {
+      id,
+      clientId,
+      type: 'event',
+      name: i % 4 === 0 ? 'signup' : 'view',
+      ts: new Date(Date.UTC(2026, 10, 30, 12, 0, i)).toISOString(),
+      data: { blob: 'x'.repeat(PAYLOAD), n: i },
+    };
+    return {
+      sendAtMs: 0,
+      key: clientId,
+      value: Buffer.from(JSON.stringify(value)),
+      kind: 'event',
+      id,
+      clientId,
+    };
+  });
+}
+
+describe('the in-flight window in bytes (HIGH_WATER_BYTES)', () => {
+  it('pauses a partition of large messages by bytes, long before HIGH_WATER records, and loses nothing', async () => {
+    // Everything is in the topic before the worker starts, so fetching could run far ahead of
+    // Elasticsearch: only the byte window holds it back.
+    await p.produce(largeEvents());
+    const port = await freePort(9530);
+    p.spawn('w', {
+      ...p.controlEnv(port),
+      HIGH_WATER_BYTES: String(HIGH_WATER_BYTES),
+      KAFKA_MAX_BYTES_PER_PARTITION: String(FETCH_BYTES),
+      BATCH_MAX: '4',
+    });
+    await waitFor('the worker to serve /metrics', () => scrape(port), { timeoutMs: 90_000 });
+    const bytes = sampleGauge(port, 'rxingest_in_flight_bytes', 20);
+    const paused = sampleGauge(port, 'rxingest_partition_paused', 20, { reason: 'backpressure' });
+    try {
+      await p.waitForEnd(180_000);
+    } finally {
+      bytes.stop();
+      paused.stop();
+    }
+    await p.assertContract(p.expected());
+    const most = Math.max(...bytes.values);
+    process.stdout.write(
+      `[bytes-window] samples ${bytes.values.length}, most in flight ${(most / 1024).toFixed(0)} KiB (window ${HIGH_WATER_BYTES / 1024} KiB, all ${((EVENTS * PAYLOAD) / 1024 ** 2).toFixed(0)} MiB), paused samples ${paused.values.filter((v) => v > 0).length}\n`,
+    );
+    expect(bytes.values.length).toBeGreaterThan(10);
+    // Above the window by at most what was already fetched when the pause began.
+    expect(most).toBeGreaterThan(HIGH_WATER_BYTES / 2);
+    expect(most).toBeLessThanOrEqual(HIGH_WATER_BYTES + 4 * FETCH_BYTES);
+    expect(
+      paused.values.some((v) => v > 0),
+      'the partition was paused at some point',
+    ).toBe(true);
+  }, 240_000);
+});
