@@ -20,6 +20,7 @@ interface Run {
   readonly setting: string;
   readonly docsPerSec: number;
   readonly limits: readonly number[];
+  readonly rounds?: readonly number[];
 }
 
 export async function concurrencyBenchmark(o: ConcurrencyOptions): Promise<Section> {
@@ -39,6 +40,7 @@ export async function concurrencyBenchmark(o: ConcurrencyOptions): Promise<Secti
   });
   const result = JSON.parse(readFileSync(file, 'utf8')) as {
     messages: number;
+    rounds?: number;
     sampleMs: number;
     runs: Run[];
   };
@@ -52,12 +54,13 @@ export async function concurrencyBenchmark(o: ConcurrencyOptions): Promise<Secti
     title: 'Adaptive concurrency against fixed limits, one refusing Elasticsearch node',
     tables: [
       {
-        head: ['setting', 'docs/s', 'limit (second half: min–max)'],
+        head: ['setting', 'docs/s (mean)', 'each round', 'limit (second half: min–max)'],
         rows: result.runs.map((r) => {
           const t = r.limits.slice(Math.floor(r.limits.length / 2));
           return [
             r.setting,
             fmt(r.docsPerSec, 0),
+            (r.rounds ?? [r.docsPerSec]).map((x) => fmt(x, 0)).join(' / '),
             t.length > 0 ? `${Math.min(...t)}–${Math.max(...t)}` : 'n/a',
           ];
         }),
@@ -72,7 +75,7 @@ export async function concurrencyBenchmark(o: ConcurrencyOptions): Promise<Secti
       },
     ],
     notes: [
-      `Each setting is a fresh worker ingesting the same ${fmt(result.messages, 0)} messages (8 partitions) into one Elasticsearch node with one write thread and a write queue of two (item-level 429s inside HTTP 200 answers); every run ends in exactly the contract's state (checked). Best fixed: ${best.setting}. Adaptive limit in the second half of its run: ${tail.length > 0 ? `${Math.min(...tail)}–${Math.max(...tail)}` : 'n/a'}.`,
+      `Each setting is a fresh worker ingesting the same ${fmt(result.messages, 0)} messages (8 partitions), ${result.rounds ?? 1} round(s), the order reversed each round, the figure the mean of the rounds, into one Elasticsearch node with one write thread and a write queue of two (item-level 429s inside HTTP 200 answers); every run ends in exactly the contract's state (checked). Best fixed: ${best.setting}. Adaptive limit in the second half of its run: ${tail.length > 0 ? `${Math.min(...tail)}–${Math.max(...tail)}` : 'n/a'}.`,
       ...(code === 0 ? [] : [`The sweep's vitest run exited ${code}: see its output above.`]),
     ],
     plots: [

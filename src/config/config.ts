@@ -198,7 +198,7 @@ const schema = {
   DEDUP_WINDOW_MS: [int(1, 24 * 3_600_000), '10000'],
   CLIENT_IDLE_MS: [int(1, 24 * 3_600_000), '30000'],
   BATCH_MAX: [int(1, 100_000), '500'],
-  BATCH_MS: [int(1, 60_000), '100'],
+  BATCH_MS: [int(1, 60_000), '50'],
   HIGH_WATER: [int(1, 10_000_000), '2000'],
   LOW_WATER: [int(0, 10_000_000), '1000'],
   HIGH_WATER_BYTES: [int(64 * 1024, 4 * 1024 ** 3), String(16 * 1024 * 1024)],

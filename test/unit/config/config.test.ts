@@ -113,6 +113,7 @@ describe('loadConfig: a bad value is one line naming the variable, the value and
     ['BATCH_MAX', '99999999999999999999', 'a whole number from 1 to 100000'],
     ['BATCH_MS', '1.5', 'a whole number from 1 to 60000'],
     ['HIGH_WATER', '0', 'a whole number from 1 to 10000000'],
+    ['HIGH_WATER_BYTES', '1000', 'a whole number from 65536 to 4294967296'],
     ['LOW_WATER', 'ten', 'a whole number from 0 to 10000000'],
     ['COMMIT_INTERVAL_MS', '60001', 'a whole number from 1 to 60000'],
     ['COMMIT_EVERY', '1e3', 'a whole number from 1 to 1000000'],
