@@ -207,7 +207,8 @@ export class Pipeline {
       this.admin.fetchOffsets({ groupId: this.names.group, topics: [this.names.topic] }),
     ]);
     const c = new Map(committed[0]!.partitions.map((p) => [p.partition, p.offset]));
-    return ends.every((e) => c.get(e.partition) === e.high);
+    // Every partition, not every partition the admin's metadata happened to know (none is "all").
+    return ends.length === this.partitions && ends.every((e) => c.get(e.partition) === e.high);
   }
 
   async waitCommitted(atLeast: number, timeoutMs = 120_000): Promise<void> {

@@ -37,7 +37,7 @@ const answer: Fetch = (topics) =>
   }));
 
 /** An admin on a one-partition cluster whose metadata is stale until refreshed; `fetch` answers. */
-function adminOn(fetch: Fetch) {
+function adminOn(fetch: Fetch, metadata = (stale: boolean) => [{ partitionId: 0, leader: stale ? 1 : 2 }]) {
   let stale = true;
   let refreshes = 0;
   const cluster = {
@@ -47,7 +47,7 @@ function adminOn(fetch: Fetch) {
       refreshes++;
       stale = false;
     },
-    findTopicPartitionMetadata: () => [{ partitionId: 0, leader: stale ? 1 : 2 }],
+    findTopicPartitionMetadata: () => metadata(stale),
     fetchTopicsOffset: async (topics: { topic: string; fromBeginning: boolean }[]) => fetch(topics, stale),
   };
   const admin = createAdmin({
@@ -94,6 +94,14 @@ describe('kafkajs admin offsets when a partition leader moved (patched)', () => 
         ? [{ topic: topics[0]!.topic, partitions: [] }]
         : answer(topics, stale),
     );
+    await expect(admin.fetchTopicOffsets('t')).resolves.toEqual([
+      { partition: 0, offset: '42', high: '42', low: '0' },
+    ]);
+    expect(refreshes()).toBe(1);
+  });
+
+  it('asks again, after a refresh, when the metadata has no partition of the topic yet (upstream answered [])', async () => {
+    const { admin, refreshes } = adminOn(answer, (stale) => (stale ? [] : [{ partitionId: 0, leader: 1 }]));
     await expect(admin.fetchTopicOffsets('t')).resolves.toEqual([
       { partition: 0, offset: '42', high: '42', low: '0' },
     ]);
