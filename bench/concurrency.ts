@@ -75,7 +75,7 @@ export async function concurrencyBenchmark(o: ConcurrencyOptions): Promise<Secti
       },
     ],
     notes: [
-      `Each setting is a fresh worker ingesting the same ${fmt(result.messages, 0)} messages (8 partitions), ${result.rounds ?? 1} round(s), the order reversed each round, the figure the mean of the rounds, into one Elasticsearch node with one write thread and a write queue of two (item-level 429s inside HTTP 200 answers); every run ends in exactly the contract's state (checked). Best fixed: ${best.setting}. Adaptive limit in the second half of its run: ${tail.length > 0 ? `${Math.min(...tail)}–${Math.max(...tail)}` : 'n/a'}.`,
+      `Each setting is a fresh worker draining the same ${fmt(result.messages, 0)} messages (8 partitions, produced before it starts; timed from its partitions being assigned), ${result.rounds ?? 1} round(s), the order reversed each round, the figure the mean of the rounds, into one Elasticsearch node with one write thread and a write queue of two (item-level 429s inside HTTP 200 answers); every run ends in exactly the contract's state (checked). Best fixed: ${best.setting}. Adaptive limit in the second half of its run: ${tail.length > 0 ? `${Math.min(...tail)}–${Math.max(...tail)}` : 'n/a'}.`,
       ...(code === 0 ? [] : [`The sweep's vitest run exited ${code}: see its output above.`]),
     ],
     plots: [
