@@ -39,7 +39,13 @@ import {
   stackPids,
 } from './lib/stack.js';
 import { fmt, type Summary, summarize } from './lib/stats.js';
-import { BenchWorker, cpuBetween, type MemoryBreakdown, type WorkerMetricsSample } from './lib/worker.js';
+import {
+  BenchWorker,
+  cpuBetween,
+  cpuProfileOf,
+  type MemoryBreakdown,
+  type WorkerMetricsSample,
+} from './lib/worker.js';
 import { benchWorkerEnv } from './lib/worker-env.js';
 
 export interface EndToEndOptions {
@@ -290,9 +296,9 @@ async function profileWorker(
   // Only the drain: from the first sample showing work to the last record done (or the cap).
   const start = w.samples.find((s) => s.inFlight > 0 || s.done > 0)?.t ?? 0;
   const end = w.timeOfDone(n) ?? w.samples.at(-2)?.t ?? Number.POSITIVE_INFINITY;
-  return summarizeProfileFile(join(ctx.profDir, `${name}.cpuprofile`), { fromMs: start, toMs: end }).catch(
-    () => undefined,
-  );
+  return Promise.resolve()
+    .then(() => summarizeProfileFile(cpuProfileOf(ctx.profDir, name), { fromMs: start, toMs: end }))
+    .catch(() => undefined);
 }
 
 interface HeapDiagnosis {
@@ -906,7 +912,7 @@ function endToEndSection(
           .slice(0, 10)
           .map((o) => `${o.name} ${fmt(o.share * 100, 0)}%`)
           .join(', ') +
-        ` (file: bench/results/profiles/${ctx.runId}-wprof.cpuprofile).`,
+        ` (under bench/results/profiles/${ctx.runId}-wprof/).`,
     );
   }
   const startAt = Math.max(0, shipped.drainSamples.findIndex((s) => s.done > 0) - 1);

@@ -33,7 +33,7 @@ import {
 } from './lib/stack.js';
 import { type StageTime, stagesOfProfileFile } from './lib/stages.js';
 import { fmt } from './lib/stats.js';
-import { BenchWorker } from './lib/worker.js';
+import { BenchWorker, cpuProfileOf } from './lib/worker.js';
 import { benchWorkerEnv } from './lib/worker-env.js';
 
 export interface PinnedOptions {
@@ -243,7 +243,9 @@ async function profileStages(ctx: Ctx, w: Workload, n: number): Promise<StageTim
   const dir = join(ctx.resultsDir, 'profiles');
   mkdirSync(dir, { recursive: true });
   const r = await drainWithWorker(ctx, w, n, dir);
-  return stagesOfProfileFile(join(dir, `${r.name}.cpuprofile`), r.window).catch(() => undefined);
+  return Promise.resolve()
+    .then(() => stagesOfProfileFile(cpuProfileOf(dir, r.name), r.window))
+    .catch(() => undefined);
 }
 
 function section(n: number, rows: readonly Row[], stages: StageTime[] | undefined, notes: string[]): Section {

@@ -1,6 +1,6 @@
 /** The shipped worker as a child process, its /metrics and its memory, sampled over time. */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { cpuSeconds, memoryMb, stackEnv } from './stack.js';
@@ -68,11 +68,19 @@ export function parseMetrics(text: string): {
   return { done, byOutcome, inFlight, lag };
 }
 
+/** The main thread's CPU profile of the BenchWorker `name` (node names it CPU.<date>.<time>.<pid>.<thread>.<seq>). */
+export function cpuProfileOf(cpuProfDir: string, name: string): string {
+  const dir = join(cpuProfDir, name);
+  const main = readdirSync(dir).find((f) => /^CPU\.\d+\.\d+\.\d+\.0\.\d+\.cpuprofile$/.test(f));
+  if (main === undefined) throw new Error(`no main-thread CPU profile in ${dir}`);
+  return join(dir, main);
+}
+
 export interface BenchWorkerOptions {
   readonly name: string;
   readonly env: Record<string, string>;
   readonly logDir: string;
-  /** Write a CPU profile (node --cpu-prof) into this directory when the worker exits. */
+  /** Write a CPU profile (node --cpu-prof) under this directory when the worker exits (see cpuProfileOf). */
   readonly cpuProfDir?: string;
   /** How to start the worker: default `dist/cli/main.js` if built, else `--import tsx src/cli/main.ts`. */
   readonly entry?: readonly string[];
@@ -106,9 +114,9 @@ export class BenchWorker {
     const entry =
       opts.entry ??
       (existsSync('dist/cli/main.js') ? ['dist/cli/main.js'] : ['--import', 'tsx', 'src/cli/main.ts']);
-    const prof = opts.cpuProfDir
-      ? ['--cpu-prof', `--cpu-prof-dir=${opts.cpuProfDir}`, `--cpu-prof-name=${opts.name}.cpuprofile`]
-      : [];
+    // No --cpu-prof-name: every thread of the process (module-loader hooks, transports)
+    // writes a profile, and with one fixed name the last thread to exit overwrote the main one.
+    const prof = opts.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${join(opts.cpuProfDir, opts.name)}`] : [];
     this.memoryFile = join(opts.logDir, `${opts.name}.memory.jsonl`);
     this.child = spawn(
       process.execPath,
