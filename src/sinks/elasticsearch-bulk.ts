@@ -31,7 +31,9 @@ const UNBOUNDED = 100_000;
  * size — whole (429 from the indexing-pressure limit, 413 above `http.max_content_length`)
  * or item by item (every item 429 inside a 200: the primary's share of the same limit) —
  * halves the cap, and its items come back as item-level 429s, retried with backoff by the
- * store in smaller requests. Without this a batch larger than the cluster takes at once is
+ * store in smaller requests. A full write queue refuses every item too, but a smaller
+ * request would not help there: halving on it shrank requests to a few items each against
+ * a busy node and cost it most of its throughput (the adaptive limit is what answers that). Without this a batch larger than the cluster takes at once is
  * sent again, and refused, forever. The cap doubles after a run of requests that went
  * through whole.
  */
@@ -86,7 +88,7 @@ export class BulkRequests {
     const answers = res.value.items as unknown as BulkAnswer[];
     let rejected = 0;
     for (const a of answers) if (firstResult(a)?.status === 429) rejected++;
-    if (rejected === items) this.shrink(items);
+    if (rejected === items && refusedForSize(firstResult(answers[0]!))) this.shrink(items);
     else if (rejected === 0 && items >= this.cap && ++this.successes >= GROWTH_AFTER) {
       this.cap = this.cap * 2 >= UNBOUNDED ? Infinity : this.cap * 2;
       this.successes = 0;
@@ -103,6 +105,16 @@ export class BulkRequests {
       this.log.debug({ itemsPerRequest: cap }, 'Elasticsearch refused a bulk for its size; smaller requests');
     }
   }
+}
+
+/**
+ * Whether an item's 429 is about bytes (the indexing-pressure limit: its reason lists
+ * `coordinating_and_primary_bytes=…` or `replica_bytes=…`), not a full thread-pool queue
+ * (`… on EsThreadPoolExecutor[name = …/write, queue capacity = …]`).
+ */
+export function refusedForSize(item: BulkItem | undefined): boolean {
+  const reason = item?.error?.reason ?? '';
+  return !/queue capacity/i.test(reason) && /_bytes=|indexing.pressure/i.test(reason);
 }
 
 export function firstResult(answer: BulkAnswer): BulkItem | undefined {

@@ -15,6 +15,16 @@ const event = (id: string) => ({
   },
 });
 
+/** An item refused by the indexing-pressure limit, as Elasticsearch words it. */
+const PRIMARY_SHARE =
+  'rejected execution of primary operation [shard_detail=[e][0], shard_max_coordinating_and_primary_bytes=65536, ' +
+  'shard_coordinating_and_primary_bytes=0, shard_operation_bytes=70311, shard_max_replica_bytes=98304, ' +
+  'coordinating_and_primary_bytes=70311, max_coordinating_and_primary_bytes=65536]';
+/** An item refused because the write thread pool's queue was full. */
+const QUEUE_FULL =
+  'rejected execution of org.elasticsearch.action.support.replication.TransportWriteAction$1/WrappedActionListener ' +
+  'on TaskExecutionTimeTrackingEsThreadPoolExecutor[name = node/write, queue capacity = 2, task execution EWMA = 1.2ms]';
+
 /**
  * A cluster that takes at most `limit` items per request: above `2 × limit` it refuses the
  * request whole (429), above `limit` it answers 200 with every item refused (the primary's
@@ -46,7 +56,7 @@ class SizeLimitedCluster {
         create:
           status === 201
             ? { status }
-            : { status, error: { type: 'es_rejected_execution_exception', reason: 'primary' } },
+            : { status, error: { type: 'es_rejected_execution_exception', reason: PRIMARY_SHARE } },
       })),
     };
   }
@@ -95,5 +105,32 @@ describe('ElasticsearchDocumentStore: bulks larger than the cluster takes', () =
     for (let round = 0; round < 6; round++)
       await store.createEvents(Array.from({ length: 200 }, (_, i) => event(`c-${round}-${i}`)));
     expect(Math.max(...cluster.requests.slice(-3))).toBeGreaterThan(cap);
+  });
+
+  it('does not shrink its requests when every item is refused by a full write queue (size is not the cause)', async () => {
+    let busy = 3;
+    const requests: number[] = [];
+    const cluster = {
+      async bulk({ operations }: { operations: unknown[] }) {
+        const items = operations.length / 2;
+        requests.push(items);
+        const status = busy-- > 0 ? 429 : 201;
+        return {
+          items: Array.from({ length: items }, () => ({
+            create:
+              status === 201
+                ? { status }
+                : { status, error: { type: 'es_rejected_execution_exception', reason: QUEUE_FULL } },
+          })),
+        };
+      },
+    };
+    const store = storeOn(cluster as never);
+    const events = Array.from({ length: 100 }, (_, i) => event(`q-${i}`));
+    expect(await store.createEvents(events, AbortSignal.timeout(5_000))).toEqual(
+      events.map(() => ({ status: 'created' })),
+    );
+    // Refused three times whole, then through: every request was the whole batch.
+    expect(requests).toEqual([100, 100, 100, 100]);
   });
 });
