@@ -25,6 +25,16 @@ const QUEUE_FULL =
   'rejected execution of org.elasticsearch.action.support.replication.TransportWriteAction$1/WrappedActionListener ' +
   'on TaskExecutionTimeTrackingEsThreadPoolExecutor[name = node/write, queue capacity = 2, task execution EWMA = 1.2ms]';
 
+/** A 200 bulk answer of `items` creates: every one refused with `refusal` (429), or all created. */
+const bulkAnswer = (items: number, refusal: string | undefined) => ({
+  items: Array.from({ length: items }, () => ({
+    create:
+      refusal === undefined
+        ? { status: 201 }
+        : { status: 429, error: { type: 'es_rejected_execution_exception', reason: refusal } },
+  })),
+});
+
 /**
  * A cluster that takes at most `limit` items per request: above `2 × limit` it refuses the
  * request whole (429), above `limit` it answers 200 with every item refused (the primary's
@@ -50,15 +60,7 @@ class SizeLimitedCluster {
         meta: {} as never,
       });
     }
-    const status = items > this.limit ? 429 : 201;
-    return {
-      items: Array.from({ length: items }, () => ({
-        create:
-          status === 201
-            ? { status }
-            : { status, error: { type: 'es_rejected_execution_exception', reason: PRIMARY_SHARE } },
-      })),
-    };
+    return bulkAnswer(items, items > this.limit ? PRIMARY_SHARE : undefined);
   }
 }
 
@@ -114,15 +116,7 @@ describe('ElasticsearchDocumentStore: bulks larger than the cluster takes', () =
       async bulk({ operations }: { operations: unknown[] }) {
         const items = operations.length / 2;
         requests.push(items);
-        const status = busy-- > 0 ? 429 : 201;
-        return {
-          items: Array.from({ length: items }, () => ({
-            create:
-              status === 201
-                ? { status }
-                : { status, error: { type: 'es_rejected_execution_exception', reason: QUEUE_FULL } },
-          })),
-        };
+        return bulkAnswer(items, busy-- > 0 ? QUEUE_FULL : undefined);
       },
     };
     const store = storeOn(cluster as never);
