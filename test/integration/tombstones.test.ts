@@ -93,7 +93,10 @@ describe('TOMBSTONES through the real worker', () => {
   }
 
   const profileOf = async (index: string, id: string) => {
-    const r = await es.get<{ data: Record<string, unknown>; version: number }>({ index, id }, { ignore: [404] });
+    const r = await es.get<{ data: Record<string, unknown>; version: number }>(
+      { index, id },
+      { ignore: [404] },
+    );
     return r.found ? r._source : undefined;
   };
 
