@@ -23,6 +23,14 @@ export interface AdaptiveConcurrencySettings {
   readonly ewmaAlpha: number;
 }
 
+/** Memory push-back, HEAP_*: shares of V8's heap limit. */
+export interface HeapGuardSettings {
+  /** A major GC that leaves this share of the limit alive holds intake, in (0, 1]. */
+  readonly pauseRatio: number;
+  /** Intake resumes once the heap in use is at most this share of the limit. */
+  readonly resumeRatio: number;
+}
+
 /** The circuit breaker around Elasticsearch, BREAKER_*. */
 export interface CircuitBreakerSettings {
   /** The sliding window the failure rate is measured over. */
@@ -50,6 +58,8 @@ export interface CircuitBreakerSettings {
 
 export interface ControlSettings {
   readonly concurrency: AdaptiveConcurrencySettings;
+  /** Memory push-back: intake held while the live heap is near V8's limit (HEAP_*). */
+  readonly heap: HeapGuardSettings;
   readonly breaker: CircuitBreakerSettings;
   readonly shedding: {
     /** Topics not listed are `high`: only topics named `low` are ever shed automatically. */
@@ -158,6 +168,14 @@ export const controlSchema = {
   BREAKER_OPEN_MS: [int(100, 3_600_000), '5000'],
   BREAKER_OPEN_MAX_MS: [int(100, 3_600_000), '60000'],
   BREAKER_PROBES: [int(1, 1_000), '3'],
+  HEAP_PAUSE_RATIO: [
+    decimal('a share of the heap limit above 0 and at most 1 (e.g. 0.7)', (n) => n > 0 && n <= 1),
+    '0.7',
+  ],
+  HEAP_RESUME_RATIO: [
+    decimal('a share of the heap limit above 0 and below 1 (e.g. 0.5)', (n) => n > 0 && n < 1),
+    '0.5',
+  ],
   TOPIC_PRIORITIES: [priorities, ''],
   SHED_LAG_HIGH: [int(0, 1e12), '100000'],
   SHED_LAG_LOW: [int(0, 1e12), '20000'],
@@ -196,6 +214,8 @@ export function controlSettingsProblem(
     return `ES_CONCURRENCY_MIN=${show(r.ES_CONCURRENCY_MIN)} is invalid: expected at most ES_CONCURRENCY_MAX (${r.ES_CONCURRENCY_MAX})`;
   if (r.ES_CONCURRENCY_INITIAL < r.ES_CONCURRENCY_MIN || r.ES_CONCURRENCY_INITIAL > r.ES_CONCURRENCY_MAX)
     return `ES_CONCURRENCY_INITIAL=${show(r.ES_CONCURRENCY_INITIAL)} is invalid: expected a number from ES_CONCURRENCY_MIN to ES_CONCURRENCY_MAX (${r.ES_CONCURRENCY_MIN} to ${r.ES_CONCURRENCY_MAX})`;
+  if (r.HEAP_RESUME_RATIO >= r.HEAP_PAUSE_RATIO)
+    return `HEAP_RESUME_RATIO=${show(r.HEAP_RESUME_RATIO)} is invalid: expected a share below HEAP_PAUSE_RATIO (${r.HEAP_PAUSE_RATIO})`;
   if (r.BREAKER_OPEN_MAX_MS < r.BREAKER_OPEN_MS)
     return `BREAKER_OPEN_MAX_MS=${show(r.BREAKER_OPEN_MAX_MS)} is invalid: expected at least BREAKER_OPEN_MS (${r.BREAKER_OPEN_MS})`;
   const below = (low: keyof ControlRaw, high: keyof ControlRaw) =>
@@ -235,6 +255,7 @@ export function controlSettings(r: ControlRaw): ControlSettings {
       rttDeviationScale: r.ES_CONCURRENCY_RTT_DEVIATION,
       ewmaAlpha: 0.4,
     },
+    heap: { pauseRatio: r.HEAP_PAUSE_RATIO, resumeRatio: r.HEAP_RESUME_RATIO },
     breaker: {
       windowMs: r.BREAKER_WINDOW_MS,
       minRequests: r.BREAKER_MIN_REQUESTS,

@@ -4,6 +4,8 @@ import type { ControlSettings } from '../config/control-settings.js';
 import type { CallGate, RequestGate } from '../sinks/ports.js';
 import { AdaptiveConcurrencyLimiter } from './adaptive-concurrency.js';
 import { type BreakerChange, CircuitBreaker } from './circuit-breaker.js';
+import { systemClock } from './clock.js';
+import { type HeapChange, HeapGuard, onMajorGc, readV8Heap } from './heap-guard.js';
 import { HotClientMonitor, HotClientSampler, RedisHotClientStore } from './hot-clients.js';
 import { LagMonitor } from './lag-monitor.js';
 import type { TopicLagState } from './lag-policy.js';
@@ -31,6 +33,8 @@ export interface PushbackHooks {
    * Nothing is paused: while it is open the owner marks are simply not used.
    */
   readonly onRedisBreakerChange?: (change: BreakerChange) => void;
+  /** The live heap came near V8's limit (hold every partition's intake) or left it: one log line each. */
+  readonly onHeapChange?: (change: HeapChange) => void;
   /** Pause the topics' partitions / resume them; one log line each; `rxingest_topic_shed{topic}`. */
   readonly onShedChange?: (change: ShedChange) => void;
   /** The operators' current decisions (for a log line). */
@@ -86,6 +90,8 @@ export class WorkerPushback {
   private readonly subscriber: ShedDecisionSubscriber;
   private readonly hotSampler: HotClientSampler | undefined;
   private readonly hotMonitor: HotClientMonitor | undefined;
+  private readonly heap: HeapGuard;
+  private stopWatchingGc: (() => void) | undefined;
   private subscriberStarted = false;
 
   constructor(private readonly o: WorkerPushbackOptions) {
@@ -103,6 +109,11 @@ export class WorkerPushback {
       },
     });
     this.gate = new AdmissionGate(this.limiter, this.breaker);
+    this.heap = new HeapGuard(s.heap, {
+      clock: systemClock,
+      read: readV8Heap,
+      onChange: (change) => hooks.onHeapChange?.(change),
+    });
     this.redisBreaker = new CircuitBreaker(
       {
         ...s.breaker,
@@ -190,9 +201,12 @@ export class WorkerPushback {
     }
     this.lagMonitor.start();
     this.hotMonitor?.start();
+    this.stopWatchingGc ??= onMajorGc(() => this.heap.afterMajorGc());
   }
 
   async stop(): Promise<void> {
+    this.stopWatchingGc?.();
+    this.heap.stop();
     await Promise.allSettled([
       this.lagMonitor.stop(),
       this.hotMonitor?.stop(),

@@ -2,7 +2,7 @@ import type { Consumer } from 'kafkajs';
 import type { Logger } from 'pino';
 
 /** Why a partition's intake is paused; the contract's `rxingest_partition_paused{reason}`. */
-export type PauseReason = 'starting' | 'backpressure' | 'breaker' | 'shed' | 'stopping';
+export type PauseReason = 'starting' | 'backpressure' | 'breaker' | 'memory' | 'shed' | 'stopping';
 
 export interface PauseObserver {
   paused(topic: string, partition: number, reason: PauseReason, on: boolean): void;

@@ -2,8 +2,8 @@ import type { PartitionPauses } from './partition-pauses.js';
 
 /**
  * The worker-wide holds on intake that push-back decides: every partition while the
- * Elasticsearch breaker is open (reason `breaker`), a shed topic's partitions (reason
- * `shed`). They apply to whatever this worker is assigned now, and to what it is assigned
+ * Elasticsearch breaker is open (reason `breaker`) or the live heap is near its limit
+ * (reason `memory`), a shed topic's partitions (reason `shed`). They apply to whatever this worker is assigned now, and to what it is assigned
  * later (`assign`, from every GROUP_JOIN, after the registry let go of revoked
  * partitions); PartitionPauses keeps them apart from the
  * per-partition reasons (`starting`, `backpressure`), so a partition is fetched again only
@@ -11,6 +11,7 @@ import type { PartitionPauses } from './partition-pauses.js';
  */
 export class PushbackHolds {
   private breakerOpen = false;
+  private memoryHigh = false;
   private readonly shed = new Set<string>();
   private assigned: Readonly<Record<string, readonly number[]>> = {};
 
@@ -32,6 +33,12 @@ export class PushbackHolds {
     this.applyAll();
   }
 
+  setMemoryHigh(high: boolean): void {
+    if (this.memoryHigh === high) return;
+    this.memoryHigh = high;
+    this.applyAll();
+  }
+
   setShed(topic: string, on: boolean): void {
     if (this.shed.has(topic) === on) return;
     if (on) this.shed.add(topic);
@@ -44,6 +51,7 @@ export class PushbackHolds {
     for (const [topic, partitions] of Object.entries(this.assigned))
       for (const partition of partitions) {
         this.pauses.set(topic, partition, 'breaker', this.breakerOpen);
+        this.pauses.set(topic, partition, 'memory', this.memoryHigh);
         this.pauses.set(topic, partition, 'shed', this.shed.has(topic));
       }
   }

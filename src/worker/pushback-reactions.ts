@@ -37,6 +37,23 @@ export function pushbackReactions({ metrics, log, holds }: PushbackReactionsDeps
       else log.info(fields, `Elasticsearch circuit breaker closed (${reason})`);
     },
 
+    onHeapChange: ({ high, usedMb, limitMb, reason }) => {
+      holds.setMemoryHigh(high);
+      const fields = { usedMb, limitMb, reason };
+      if (high)
+        log.warn(
+          fields,
+          `heap near its limit (${usedMb} of ${limitMb} MB alive after a major GC): intake paused on every partition until in-flight work is done`,
+        );
+      else
+        log.info(
+          fields,
+          reason === 'heap-shrank'
+            ? `heap down to ${usedMb} of ${limitMb} MB: intake resumed`
+            : `no major GC for a while at ${usedMb} of ${limitMb} MB in use: intake resumed`,
+        );
+    },
+
     onRedisBreakerChange: ({ from, to, reason, openForMs }) => {
       metrics.setBreakerState('redis', to);
       const fields = { target: 'redis', from, to, reason };

@@ -4,6 +4,7 @@ import { checkElasticsearch, createElasticsearch } from '../clients/elasticsearc
 import { checkKafka, createKafka } from '../clients/kafka.js';
 import { createRedis, probeRedis } from '../clients/redis.js';
 import type { Config } from '../config/config.js';
+import { readV8Heap } from '../control/heap-guard.js';
 import { WorkerPushback } from '../control/worker-pushback.js';
 import { type HttpServerHandle, startHttpServer } from '../http/http-server.js';
 import { Readiness } from '../http/readiness.js';
@@ -290,7 +291,12 @@ export async function startWorker({
   });
 
   log.info(
-    { topics: config.kafka.topics, group: config.kafka.groupId, brokers: config.kafka.brokers },
+    {
+      topics: config.kafka.topics,
+      group: config.kafka.groupId,
+      brokers: config.kafka.brokers,
+      heapLimitMb: Math.round(readV8Heap().limitBytes / (1024 * 1024)),
+    },
     'worker started',
   );
 

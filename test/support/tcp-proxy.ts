@@ -3,11 +3,15 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 /**
  * A TCP proxy to a real server that a test can shut (the port then refuses
  * connections, and open connections are cut) and open again on the same port:
- * "the server became unreachable" without touching the shared server.
+ * "the server became unreachable" without touching the shared server. It can also hold
+ * what clients send (requests hang, connections stay up) and let it through later:
+ * "the server stopped answering".
  */
 export class TcpProxy {
   private server: Server | undefined;
   private readonly sockets = new Set<Socket>();
+  /** While held: what each client sent, not forwarded yet. */
+  private held: Map<Socket, { upstream: Socket; chunks: Buffer[] }> | undefined;
   port = 0;
 
   constructor(
@@ -37,7 +41,18 @@ export class TcpProxy {
           upstream.destroy();
         });
       }
-      client.pipe(upstream).pipe(client);
+      client.on('data', (chunk: Buffer) => {
+        if (this.held === undefined) {
+          if (!upstream.write(chunk)) client.pause();
+          return;
+        }
+        const entry = this.held.get(client) ?? { upstream, chunks: [] };
+        entry.chunks.push(chunk);
+        this.held.set(client, entry);
+      });
+      upstream.on('drain', () => client.resume());
+      client.on('end', () => upstream.end());
+      upstream.pipe(client);
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -45,6 +60,18 @@ export class TcpProxy {
     });
     this.port = (server.address() as { port: number }).port;
     this.server = server;
+  }
+
+  /** Forwards nothing clients send from now on, until release(). */
+  hold(): void {
+    this.held ??= new Map();
+  }
+
+  /** Sends on what was held, in order, and forwards again. */
+  release(): void {
+    const held = this.held;
+    this.held = undefined;
+    for (const { upstream, chunks } of held?.values() ?? []) for (const c of chunks) upstream.write(c);
   }
 
   /** Refuses new connections and cuts the open ones. */

@@ -31,6 +31,7 @@ describe('push-back settings', () => {
     expect(c.producerLimits.lagHigh).toBeGreaterThan(c.producerLimits.lagLow);
     expect(c.hotClients.enterRatePerSec).toBeGreaterThan(c.hotClients.leaveRatePerSec);
     expect(c.keyPrefix).toBe('rxingest:control:');
+    expect(c.heap).toEqual({ pauseRatio: 0.7, resumeRatio: 0.5 });
   });
 
   it('parses topic priorities for input topics', () => {
@@ -56,6 +57,10 @@ describe('push-back settings', () => {
     [
       { ES_CONCURRENCY_INITIAL: '64' },
       /^ES_CONCURRENCY_INITIAL="64" is invalid: expected a number from ES_CONCURRENCY_MIN to ES_CONCURRENCY_MAX \(1 to 32\)$/,
+    ],
+    [
+      { HEAP_PAUSE_RATIO: '0.5' },
+      /^HEAP_RESUME_RATIO="0.5" is invalid: expected a share below HEAP_PAUSE_RATIO \(0.5\)$/,
     ],
     [
       { BREAKER_OPEN_MS: '9000', BREAKER_OPEN_MAX_MS: '1000' },

@@ -67,6 +67,33 @@ describe('push-back reactions in the worker', () => {
     expect(lines.filter((l) => l.target === 'elasticsearch')).toHaveLength(3);
   });
 
+  it('a heap near its limit pauses every assigned partition (reason memory), one line each way', async () => {
+    const { hooks, holds, paused, pauses, lines, value } = setup();
+    holds.assign({ orders: [0, 1], reviews: [0] });
+    pauses.set('orders', 0, 'backpressure', true);
+    hooks.onHeapChange!({ high: true, usedMb: 170, limitMb: 240, reason: 'live-heap-high' });
+    expect(paused()).toEqual(['orders[0]', 'orders[1]', 'reviews[0]']);
+    expect(
+      await value('rxingest_partition_paused', { topic: 'reviews', partition: '0', reason: 'memory' }),
+    ).toBe(1);
+    expect(lines.filter((l) => l.level === 40).map((l) => l.msg)).toEqual([
+      'heap near its limit (170 of 240 MB alive after a major GC): intake paused on every partition until in-flight work is done',
+    ]);
+    holds.assign({ orders: [0, 1, 2], reviews: [0] });
+    expect(paused()).toContain('orders[2]');
+
+    hooks.onHeapChange!({ high: false, usedMb: 110, limitMb: 240, reason: 'heap-shrank' });
+    // The partition's own backpressure still holds it.
+    expect(paused()).toEqual(['orders[0]']);
+    expect(
+      await value('rxingest_partition_paused', { topic: 'reviews', partition: '0', reason: 'memory' }),
+    ).toBe(0);
+    expect(lines.filter((l) => l.usedMb !== undefined).map((l) => l.msg)).toEqual([
+      'heap near its limit (170 of 240 MB alive after a major GC): intake paused on every partition until in-flight work is done',
+      'heap down to 110 of 240 MB: intake resumed',
+    ]);
+  });
+
   it('shedding pauses only the topic’s partitions; a breaker and a shed hold one partition independently', async () => {
     const { hooks, holds, paused, pauses, lines, value } = setup();
     holds.assign({ orders: [0, 1], reviews: [0, 1] });
