@@ -14,6 +14,7 @@ import { type OriginKey, originKeyOf, type ProfileUpdate, type UserEvent } from 
 import { decide, type Entry } from '../model/outcome.js';
 import { type MergedUpdate, mergeUpdates } from '../model/profile-merge.js';
 import type { DocumentStore, EventDocument } from '../sinks/ports.js';
+import { mergeMapWithBarriers } from './merge-map-with-barriers.js';
 
 /**
  * Writes a batch to the document store and decides every open entry:
@@ -26,6 +27,9 @@ import type { DocumentStore, EventDocument } from '../sinks/ports.js';
  * - **tombstones** (TOMBSTONES=delete) in their place in the client's order: the updates
  *   before a client's tombstone are written, then its profile is deleted, then the updates
  *   after it are merged onto nothing.
+ *
+ * Two batches are written at once (BATCHES_IN_FLIGHT), a batch with a tombstone alone, and
+ * batches come out as they are written, not in order: the offset tracker commits in order.
  *
  * Retries happen inside the store, per item; what comes back is final. A refusal of the
  * document itself dead-letters that message only (class `rejected`): a client's merged
@@ -43,8 +47,8 @@ export function writeDocuments(
   store: DocumentStore,
   signal?: AbortSignal,
 ): MonoTypeOperatorFunction<Entry[]> {
-  return mergeMap(
-    (batch) =>
+  return mergeMapWithBarriers(
+    (batch: Entry[]) =>
       defer(() => {
         const out = batch.slice();
         const plan = planBatch(out);
@@ -56,9 +60,26 @@ export function writeDocuments(
             : concat(...plan.rounds.map((round) => writeRound(store, out, round, signal))).pipe(last());
         return forkJoin([events$, profiles$]).pipe(map(() => out));
       }),
-    1,
+    { concurrency: BATCHES_IN_FLIGHT, alone: hasTombstone },
   );
 }
+
+/**
+ * A partition's batches written at once. Writes do not depend on their order (events are
+ * created once whoever comes first, profiles merge by version under a conditional write, a
+ * lost race is a 409 and a re-read), so a second batch goes out while the first is in
+ * flight: draining 200,000 events, 19,612 docs/s against 18,167 with one at a time and
+ * 18,380 with three (two rounds each, same run). Tombstones are the exception: see below.
+ */
+const BATCHES_IN_FLIGHT = 2;
+
+/**
+ * A tombstone to apply: its batch is written alone, after every batch before it and before
+ * any after it, since a delete and an update of one client in batches side by side could
+ * land in either order.
+ */
+const hasTombstone = (batch: readonly Entry[]) =>
+  batch.some((e) => e.outcome === undefined && e.deletes !== undefined);
 
 /** One round of a batch's profile work: updates (per client, in offset order), then tombstones. */
 interface Round {

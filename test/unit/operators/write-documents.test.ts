@@ -420,30 +420,70 @@ describe('writeDocuments', () => {
     expect(batch[0]!.outcome).toBeUndefined();
   });
 
-  it('writes one batch at a time, in order, even when the store is slow', () => {
+  /** A store whose event writes take `frames[id]` frames; what started when is in `started`. */
+  function slowStore(ts: TestScheduler, frames: Record<string, number>, started: [string, number][]) {
+    const inner = new InMemoryDocumentStore();
+    const store: DocumentStore = {
+      createEvents: (events): Observable<EventWrite[]> => {
+        started.push([events[0]!.id, ts.now()]);
+        return inner.createEvents(events).pipe(delay(frames[events[0]!.id] ?? 1));
+      },
+      mergeProfiles: (u: readonly MergedUpdate[]) => inner.mergeProfiles(u),
+      deleteProfiles: (c) => {
+        started.push([`delete ${c.join(',')}`, ts.now()]);
+        return inner.deleteProfiles(c).pipe(delay(1));
+      },
+    };
+    return store;
+  }
+
+  it('writes two batches at a time, starting them in order; answers come as they are written', () => {
     const r = recordFactory();
-    const first = [openEntry(r.event('a', 'c'))];
-    const second = [openEntry(r.event('b', 'c'))];
+    const [x, y, z] = ['a', 'b', 'c'].map((id) => [openEntry(r.event(id, 'c'))]) as [
+      Entry[],
+      Entry[],
+      Entry[],
+    ];
     const started: [string, number][] = [];
     const ts = testScheduler();
     ts.run(({ cold, expectObservable }) => {
-      const inner = new InMemoryDocumentStore();
-      const slow: DocumentStore = {
-        createEvents: (events): Observable<EventWrite[]> => {
-          started.push([events[0]!.id, ts.now()]);
-          return inner.createEvents(events).pipe(delay(events[0]!.id === 'a' ? 5 : 1));
+      const store = slowStore(ts, { a: 5 }, started);
+      expectObservable(cold('xyz|', { x, y, z }).pipe(writeDocuments(store), map(labels))).toBe('--yz-(x|)', {
+        x: ['a:indexed'],
+        y: ['b:indexed'],
+        z: ['c:indexed'],
+      });
+    });
+    // c waits for a free place: b's, at 2.
+    expect(started).toEqual([
+      ['a', 0],
+      ['b', 1],
+      ['c', 2],
+    ]);
+  });
+
+  it('writes a batch with a tombstone alone: after every batch before it, before any after it', () => {
+    const r = recordFactory();
+    const x = [openEntry(r.event('a', 'c'))];
+    const t = [deleteEntry(r.tombstone('c'), 'c')];
+    const y = [openEntry(r.event('b', 'c'))];
+    const started: [string, number][] = [];
+    const ts = testScheduler();
+    ts.run(({ cold, expectObservable }) => {
+      const store = slowStore(ts, { a: 5 }, started);
+      expectObservable(cold('xty|', { x, t, y }).pipe(writeDocuments(store), map(labels))).toBe(
+        '-----xt(y|)',
+        {
+          x: ['a:indexed'],
+          t: ['del(c):deleted'],
+          y: ['b:indexed'],
         },
-        mergeProfiles: (u: readonly MergedUpdate[]) => inner.mergeProfiles(u),
-        deleteProfiles: (c) => inner.deleteProfiles(c),
-      };
-      expectObservable(cold('xy|', { x: first, y: second }).pipe(writeDocuments(slow), map(labels))).toBe(
-        '-----x(y|)',
-        { x: ['a:indexed'], y: ['b:indexed'] },
       );
     });
     expect(started).toEqual([
       ['a', 0],
-      ['b', 5],
+      ['delete c', 5],
+      ['b', 6],
     ]);
   });
 
