@@ -44,12 +44,15 @@ export async function leaderKilled(
     for (const t of meta.topics)
       for (const part of t.partitions)
         expect(part.replicas, `${t.name}/${part.partitionId} replicas`).toHaveLength(3);
-    const configs = await p.admin.describeConfigs({
-      includeSynonyms: false,
-      resources: [
-        { type: ConfigResourceTypes.TOPIC, name: p.names.topic, configNames: ['min.insync.replicas'] },
-      ],
-    });
+    // The broker asked may not host the new topic yet either ("does not host this topic-partition").
+    const configs = await waitFor('the new topic’s configuration', () =>
+      p.admin.describeConfigs({
+        includeSynonyms: false,
+        resources: [
+          { type: ConfigResourceTypes.TOPIC, name: p.names.topic, configNames: ['min.insync.replicas'] },
+        ],
+      }),
+    );
     expect(configs.resources[0]?.configEntries[0]?.configValue, 'min.insync.replicas').toBe('2');
 
     const workers = [p.spawn('a'), p.spawn('b')];
