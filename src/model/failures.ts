@@ -99,6 +99,12 @@ const KAFKA_TRANSIENT_ERRORS = new Set([
   'KafkaJSConnectionClosedError',
   'KafkaJSBrokerNotFound',
   'KafkaJSLockTimeout',
+  // No coordinator while a broker restarts or a coordinator's log is loading: kafkajs gives up
+  // with a non-retriable error, but a coordinator comes back (seen: a partition's transaction
+  // could not start during a broker restart, and the worker stopped).
+  'KafkaJSGroupCoordinatorNotFound',
+  'KafkaJSMetadataNotLoaded',
+  'KafkaJSTopicMetadataNotLoaded',
 ]);
 
 /** A thrown error from Elasticsearch, Kafka (kafkajs), Redis (ioredis), enrich, or our own code. */

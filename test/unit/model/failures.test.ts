@@ -130,6 +130,15 @@ describe('classifyError: a thrown error', () => {
       ),
     ).toBe('transient');
     expect(classifyError(new KafkaJSNonRetriableError('no'))).toBe('unknown');
+    // kafkajs's own names: no coordinator or no metadata yet is the cluster's state, not ours.
+    for (const name of [
+      'KafkaJSGroupCoordinatorNotFound',
+      'KafkaJSMetadataNotLoaded',
+      'KafkaJSTopicMetadataNotLoaded',
+    ])
+      expect(classifyError(Object.assign(new KafkaJSNonRetriableError('x'), { name })), name).toBe(
+        'transient',
+      );
   });
 
   it('classifies ioredis failures: offline, timed out, refused, loading, read-only, out of memory', () => {
