@@ -121,12 +121,18 @@ export function oldGenerationLimit(
   return Math.max(heapSizeLimit - young, heapSizeLimit / 2);
 }
 
-/** The process's V8 old generation. */
-export function readV8Heap(): HeapReading {
-  let used = 0;
-  for (const space of getHeapSpaceStatistics())
-    if (!YOUNG_SPACES.has(space.space_name)) used += space.space_used_size;
-  return { usedBytes: used, limitBytes: oldGenerationLimit(getHeapStatistics().heap_size_limit) };
+/**
+ * A reader of this process's V8 old generation. The limit is fixed for the life of the
+ * process, so the flags are parsed once here rather than on every reading.
+ */
+export function v8HeapReader(): () => HeapReading {
+  const limitBytes = oldGenerationLimit(getHeapStatistics().heap_size_limit);
+  return () => {
+    let used = 0;
+    for (const space of getHeapSpaceStatistics())
+      if (!YOUNG_SPACES.has(space.space_name)) used += space.space_used_size;
+    return { usedBytes: used, limitBytes };
+  };
 }
 
 /** Calls `fn` after every major GC of this process; returns the unsubscribe. */

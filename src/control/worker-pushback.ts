@@ -5,7 +5,7 @@ import type { CallGate, RequestGate } from '../sinks/ports.js';
 import { AdaptiveConcurrencyLimiter } from './adaptive-concurrency.js';
 import { type BreakerChange, CircuitBreaker } from './circuit-breaker.js';
 import { systemClock } from './clock.js';
-import { type HeapChange, HeapGuard, onMajorGc, readV8Heap } from './heap-guard.js';
+import { type HeapChange, HeapGuard, onMajorGc, v8HeapReader } from './heap-guard.js';
 import { HotClientMonitor, HotClientSampler, RedisHotClientStore } from './hot-clients.js';
 import { LagMonitor } from './lag-monitor.js';
 import type { TopicLagState } from './lag-policy.js';
@@ -111,7 +111,7 @@ export class WorkerPushback {
     this.gate = new AdmissionGate(this.limiter, this.breaker);
     this.heap = new HeapGuard(s.heap, {
       clock: systemClock,
-      read: readV8Heap,
+      read: v8HeapReader(),
       onChange: (change) => hooks.onHeapChange?.(change),
     });
     this.redisBreaker = new CircuitBreaker(

@@ -4,7 +4,7 @@ import { checkElasticsearch, createElasticsearch } from '../clients/elasticsearc
 import { checkKafka, createKafka } from '../clients/kafka.js';
 import { createRedis, probeRedis } from '../clients/redis.js';
 import type { Config } from '../config/config.js';
-import { readV8Heap } from '../control/heap-guard.js';
+import { v8HeapReader } from '../control/heap-guard.js';
 import { WorkerPushback } from '../control/worker-pushback.js';
 import { type HttpServerHandle, startHttpServer } from '../http/http-server.js';
 import { Readiness } from '../http/readiness.js';
@@ -295,7 +295,7 @@ export async function startWorker({
       topics: config.kafka.topics,
       group: config.kafka.groupId,
       brokers: config.kafka.brokers,
-      heapLimitMb: Math.round(readV8Heap().limitBytes / (1024 * 1024)),
+      heapLimitMb: Math.round(v8HeapReader()().limitBytes / (1024 * 1024)),
     },
     'worker started',
   );

@@ -4,7 +4,7 @@ import {
   HeapGuard,
   oldGenerationLimit,
   onMajorGc,
-  readV8Heap,
+  v8HeapReader,
 } from '../../../src/control/heap-guard.js';
 import { ManualClock } from '../../support/manual-clock.js';
 
@@ -121,7 +121,7 @@ describe('the V8 heap and its major GCs', () => {
 
   it('this process: the limit is the measured heap_size_limit less 48 MB, and some of it is in use', async () => {
     const { getHeapStatistics } = await import('node:v8');
-    const r = readV8Heap();
+    const r = v8HeapReader()();
     if (!/--max-semi-space-size/.test(`${process.execArgv} ${process.env.NODE_OPTIONS ?? ''}`))
       expect(r.limitBytes).toBe(getHeapStatistics().heap_size_limit - 48 * MB);
     expect(r.usedBytes).toBeGreaterThan(0);
