@@ -79,6 +79,9 @@ class EwmaVar {
  *   been measured, so that σ means something): queues are building up.
  * - otherwise unchanged. Then the cycle's mean RTT enters the moving mean and deviation.
  *
+ * Answers to requests sent before the last decrease count neither way: the decrease
+ * already answered the load they saw.
+ *
  * Retries must acquire a permit per attempt like first tries, so retries never add load
  * outside the limit. A lowered limit takes effect as permits come back: no request is
  * cancelled. Waiters are served first come, first served. Purely event-driven: no timers,
@@ -92,6 +95,8 @@ export class AdaptiveConcurrencyLimiter {
   private readonly clock: Pick<Clock, 'now'>;
   private readonly onLimit: ((limit: number) => void) | undefined;
   private nextUpdateAt: number;
+  /** Counts decreases; a permit remembers the one it was granted under. */
+  private generation = 0;
   private cycle = { rttSum: 0, rttCount: 0, backpressure: false, reachedLimit: false };
 
   constructor(
@@ -144,12 +149,13 @@ export class AdaptiveConcurrencyLimiter {
     this.active++;
     if (this.active >= this.current) this.cycle.reachedLimit = true;
     const grantedAt = this.clock.now();
+    const generation = this.generation;
     let released = false;
     return {
       release: (outcome) => {
         if (released) return;
         released = true;
-        this.onRelease(outcome.rttMs ?? this.clock.now() - grantedAt, outcome.backpressure);
+        this.onRelease(outcome.rttMs ?? this.clock.now() - grantedAt, outcome.backpressure, generation);
       },
       cancel: () => {
         if (released) return;
@@ -160,9 +166,18 @@ export class AdaptiveConcurrencyLimiter {
     };
   }
 
-  private onRelease(rttMs: number, backpressure: boolean): void {
+  private onRelease(rttMs: number, backpressure: boolean, generation: number): void {
     this.active--;
     const c = this.cycle;
+    // A request sent before the last decrease reports the load of the old limit, which the
+    // decrease has already answered: counting its refusal or its RTT again would cut the
+    // limit once more for the same episode (one reduction per episode, as TCP's fast
+    // recovery). Measured against a node with a write queue of two: without this, the
+    // answers still in flight after one cut brought the limit down by one a cycle to 2.
+    if (generation !== this.generation) {
+      this.serveWaiters();
+      return;
+    }
     if (backpressure) c.backpressure = true;
     else if (Number.isFinite(rttMs) && rttMs >= 0) {
       c.rttSum += rttMs;
@@ -198,6 +213,7 @@ export class AdaptiveConcurrencyLimiter {
     const cycleLength = this.past.started ? this.past.mean : lastRttMs;
     this.nextUpdateAt = now + Math.max(0, cycleLength);
     this.cycle = { rttSum: 0, rttCount: 0, backpressure: false, reachedLimit: false };
+    if (next < this.current) this.generation++;
     if (next !== this.current) {
       this.current = next;
       this.onLimit?.(next);

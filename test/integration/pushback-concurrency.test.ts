@@ -80,6 +80,7 @@ describe('adaptive concurrency in a running worker', () => {
       limitEnd: limits.at(-1),
       secondHalfBand: [Math.min(...secondHalf), Math.max(...secondHalf)],
       samples: limits.length,
+      series: limits,
       lost: d.missingEvents + d.wrongProfiles + d.missingTriggers + d.missingDeadLetters,
       duplicated: d.extraEvents + d.duplicateTriggers + d.duplicateDeadLetters,
     };

@@ -220,11 +220,12 @@ export class Pipeline {
     );
   }
 
-  async waitForEnd(timeoutMs = 180_000): Promise<void> {
+  /** `intervalMs`: how often to look (a benchmark that times the drain looks more often). */
+  async waitForEnd(timeoutMs = 180_000, intervalMs = 500): Promise<void> {
     await this.explained(() =>
       waitFor('committed offsets at the end of every partition', () => this.committedAtEnd(), {
         timeoutMs,
-        intervalMs: 500,
+        intervalMs,
       }),
     );
   }

@@ -194,6 +194,23 @@ describe('AdaptiveConcurrencyLimiter rules', () => {
     expect(limiter.limit).toBe(16);
   });
 
+  it('cuts once per episode: refusals of requests sent before a decrease do not decrease again', async () => {
+    const clock = new ManualClock();
+    const limiter = new AdaptiveConcurrencyLimiter(settings({ initial: 10 }), { clock });
+    await wave(limiter, clock, 10, 10); // learns the RTT
+    const sentBefore = await Promise.all(Array.from({ length: 10 }, () => limiter.acquire()));
+    await clock.advance(10);
+    for (const p of sentBefore.slice(0, 5)) p.release({ backpressure: true });
+    expect(limiter.limit).toBe(9);
+    // The rest of the same wave is refused too, a cycle later: the cut already answered it.
+    await clock.advance(10);
+    for (const p of sentBefore.slice(5)) p.release({ backpressure: true });
+    expect(limiter.limit).toBe(9);
+    // A refusal of a request sent under the new limit is a new episode.
+    await wave(limiter, clock, 9, 10, true);
+    expect(limiter.limit).toBe(8);
+  });
+
   it('backs off even before any normal RTT is known', async () => {
     const clock = new ManualClock();
     const limiter = new AdaptiveConcurrencyLimiter(settings({ initial: 10 }), { clock });
