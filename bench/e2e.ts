@@ -794,6 +794,18 @@ function endToEndSection(
         ],
       ],
     });
+    const windows = latencyWindows(lat.latencies, lat.sentAt, 5_000);
+    tables.push({
+      title: 'The same latency by when the message was sent (5-s windows): where the tail comes from',
+      head: ['sent at s', 'samples', 'p50 ms', 'p99 ms', 'max ms'],
+      rows: windows.map((w) => [
+        `${fmt(w.fromMs / 1000, 0)}–${fmt((w.fromMs + 5_000) / 1000, 0)}`,
+        fmt(w.summary.count, 0),
+        fmt(w.summary.p50, 0),
+        fmt(w.summary.p99, 0),
+        fmt(w.summary.max, 0),
+      ]),
+    });
   }
   const coresOf = (cpu: ReturnType<typeof cpuBetween> | undefined, name: string) =>
     cpu?.find((c) => c.name === name)?.cores ?? Number.NaN;
@@ -991,6 +1003,24 @@ function endToEndSection(
       profile: r.profile,
     },
   };
+}
+
+/** Latencies grouped by the send time of their message, one summary per window. */
+function latencyWindows(
+  latencies: readonly number[],
+  sentAt: readonly number[],
+  windowMs: number,
+): { fromMs: number; summary: Summary }[] {
+  const byWindow = new Map<number, number[]>();
+  latencies.forEach((l, i) => {
+    const w = Math.floor(sentAt[i]! / windowMs);
+    const list = byWindow.get(w);
+    if (list) list.push(l);
+    else byWindow.set(w, [l]);
+  });
+  return [...byWindow.entries()]
+    .sort(([a], [b]) => a - b)
+    .map(([w, ls]) => ({ fromMs: w * windowMs, summary: summarize(ls) }));
 }
 
 function sweepSection(ctx: Ctx, points: WorkerPoint[], shipped: WorkerPoint): Section {

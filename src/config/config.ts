@@ -82,6 +82,8 @@ export interface GraphSettings {
   readonly clientIdleMs: number;
   readonly batchMax: number;
   readonly batchMs: number;
+  /** A partition's batches written to Elasticsearch at once (one with a tombstone alone). */
+  readonly batchesInFlight: number;
   readonly highWater: number;
   readonly lowWater: number;
   /** Bytes taken in and not committed that pause a partition too (it resumes below half). */
@@ -199,6 +201,7 @@ const schema = {
   CLIENT_IDLE_MS: [int(1, 24 * 3_600_000), '30000'],
   BATCH_MAX: [int(1, 100_000), '500'],
   BATCH_MS: [int(1, 60_000), '50'],
+  BATCHES_IN_FLIGHT: [int(1, 64), '1'],
   HIGH_WATER: [int(1, 10_000_000), '2000'],
   LOW_WATER: [int(0, 10_000_000), '1000'],
   HIGH_WATER_BYTES: [int(64 * 1024, 4 * 1024 ** 3), String(16 * 1024 * 1024)],
@@ -379,6 +382,7 @@ export function loadConfig(
       clientIdleMs: r.CLIENT_IDLE_MS,
       batchMax: r.BATCH_MAX,
       batchMs: r.BATCH_MS,
+      batchesInFlight: r.BATCHES_IN_FLIGHT,
       highWater: r.HIGH_WATER,
       lowWater: r.LOW_WATER,
       highWaterBytes: r.HIGH_WATER_BYTES,

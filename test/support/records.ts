@@ -10,6 +10,7 @@ export const testSettings = (overrides: Partial<GraphSettings> = {}): GraphSetti
   clientIdleMs: 30_000,
   batchMax: 1000,
   batchMs: 100,
+  batchesInFlight: 1,
   highWater: 10_000,
   lowWater: 5_000,
   highWaterBytes: 16 * 1024 * 1024,

@@ -112,6 +112,7 @@ describe('loadConfig: a bad value is one line naming the variable, the value and
     ['CLIENT_IDLE_MS', '0', 'a whole number from 1 to 86400000'],
     ['BATCH_MAX', '99999999999999999999', 'a whole number from 1 to 100000'],
     ['BATCH_MS', '1.5', 'a whole number from 1 to 60000'],
+    ['BATCHES_IN_FLIGHT', '0', 'a whole number from 1 to 64'],
     ['HIGH_WATER', '0', 'a whole number from 1 to 10000000'],
     ['HIGH_WATER_BYTES', '1000', 'a whole number from 65536 to 4294967296'],
     ['LOW_WATER', 'ten', 'a whole number from 0 to 10000000'],

@@ -17,6 +17,30 @@ describe('mergeMapWithBarriers', () => {
     });
   });
 
+  it('joins values that wait, as its marble diagram shows', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('abcde|');
+      const result = '     ---a--x--(y|)';
+      const join = (w: string, v: string) => (w.length + v.length <= 2 ? w + v : undefined);
+      expectObservable(
+        source.pipe(mergeMapWithBarriers(takes(3), { concurrency: 1, alone: () => false, join })),
+      ).toBe(result, { a: 'a', x: 'bc', y: 'de' });
+    });
+  });
+
+  it('asks whether a joined value must run alone of the joined value', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      // c waits behind a and b; T joins it: "cT" must run alone, so it waits for b too, and d
+      // waits for it.
+      const source = cold('abcT--d|');
+      const result = '     ----ab---x---(d|)';
+      const join = (w: string, v: string) => w + v;
+      expectObservable(
+        source.pipe(mergeMapWithBarriers(takes(4), { concurrency: 2, alone: (v) => v.includes('T'), join })),
+      ).toBe(result, { a: 'a', b: 'b', x: 'cT', d: 'd' });
+    });
+  });
+
   it('without barriers is mergeMap with that concurrency: at most two at once, in source order', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('abcd|');

@@ -437,7 +437,7 @@ describe('writeDocuments', () => {
     return store;
   }
 
-  it('writes two batches at a time, starting them in order; answers come as they are written', () => {
+  it('writes one batch at a time by default, in order', () => {
     const r = recordFactory();
     const [x, y, z] = ['a', 'b', 'c'].map((id) => [openEntry(r.event(id, 'c'))]) as [
       Entry[],
@@ -448,7 +448,64 @@ describe('writeDocuments', () => {
     const ts = testScheduler();
     ts.run(({ cold, expectObservable }) => {
       const store = slowStore(ts, { a: 5 }, started);
-      expectObservable(cold('xyz|', { x, y, z }).pipe(writeDocuments(store), map(labels))).toBe('--yz-(x|)', {
+      expectObservable(cold('xyz|', { x, y, z }).pipe(writeDocuments(store), map(labels))).toBe(
+        '-----xy(z|)',
+        {
+          x: ['a:indexed'],
+          y: ['b:indexed'],
+          z: ['c:indexed'],
+        },
+      );
+    });
+    expect(started).toEqual([
+      ['a', 0],
+      ['b', 5],
+      ['c', 6],
+    ]);
+  });
+
+  it('joins the batches that wait while a write is busy, up to joinUpTo entries', () => {
+    const r = recordFactory();
+    const [x, y, z, v] = ['a', 'b', 'c', 'd'].map((id) => [openEntry(r.event(id, 'c'))]) as [
+      Entry[],
+      Entry[],
+      Entry[],
+      Entry[],
+    ];
+    const started: [string, number][] = [];
+    const ts = testScheduler();
+    ts.run(({ cold, expectObservable }) => {
+      const store = slowStore(ts, { a: 5 }, started);
+      expectObservable(
+        cold('xyzv|', { x, y, z, v }).pipe(writeDocuments(store, { joinUpTo: 2 }), map(labels)),
+      ).toBe('-----xw(u|)', {
+        x: ['a:indexed'],
+        w: ['b:indexed', 'c:indexed'],
+        u: ['d:indexed'],
+      });
+    });
+    // b and c went out as one request; d did not fit.
+    expect(started).toEqual([
+      ['a', 0],
+      ['b', 5],
+      ['d', 6],
+    ]);
+  });
+
+  it('with batchesInFlight 2, writes two batches at a time, starting them in order; answers come as they are written', () => {
+    const r = recordFactory();
+    const [x, y, z] = ['a', 'b', 'c'].map((id) => [openEntry(r.event(id, 'c'))]) as [
+      Entry[],
+      Entry[],
+      Entry[],
+    ];
+    const started: [string, number][] = [];
+    const ts = testScheduler();
+    ts.run(({ cold, expectObservable }) => {
+      const store = slowStore(ts, { a: 5 }, started);
+      expectObservable(
+        cold('xyz|', { x, y, z }).pipe(writeDocuments(store, { batchesInFlight: 2 }), map(labels)),
+      ).toBe('--yz-(x|)', {
         x: ['a:indexed'],
         y: ['b:indexed'],
         z: ['c:indexed'],
@@ -471,14 +528,13 @@ describe('writeDocuments', () => {
     const ts = testScheduler();
     ts.run(({ cold, expectObservable }) => {
       const store = slowStore(ts, { a: 5 }, started);
-      expectObservable(cold('xty|', { x, t, y }).pipe(writeDocuments(store), map(labels))).toBe(
-        '-----xt(y|)',
-        {
-          x: ['a:indexed'],
-          t: ['del(c):deleted'],
-          y: ['b:indexed'],
-        },
-      );
+      expectObservable(
+        cold('xty|', { x, t, y }).pipe(writeDocuments(store, { batchesInFlight: 2 }), map(labels)),
+      ).toBe('-----xt(y|)', {
+        x: ['a:indexed'],
+        t: ['del(c):deleted'],
+        y: ['b:indexed'],
+      });
     });
     expect(started).toEqual([
       ['a', 0],
@@ -511,7 +567,7 @@ describe('writeDocuments', () => {
       openEntry(r.profile('p', 'c', 1, {})),
       deleteEntry(r.tombstone('c'), 'c'),
     ])
-      .pipe(writeDocuments(store, signal))
+      .pipe(writeDocuments(store, { signal }))
       .subscribe();
     expect(seen).toEqual([signal, signal, signal]);
   });
