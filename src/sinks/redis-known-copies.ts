@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { eventsIndexFor } from '../model/event-index.js';
+import { eventsIndexFor, isDatePattern } from '../model/event-index.js';
 import { describeError } from '../model/failures.js';
 import type { OriginKey } from '../model/message.js';
 import type { IndexEpochs } from './elasticsearch-index-epochs.js';
@@ -94,14 +94,19 @@ export class RedisKnownCopies implements KnownCopies {
       this.trouble('lookup', pass, err);
       return NOTHING;
     }
-    const found = new Map<string, OriginKey>();
-    const epochs = this.epochsOfBatch();
+    const marked: number[] = [];
     for (let i = 0; i < events.length; i++) {
       const v = values[i];
-      if (typeof v !== 'string') continue;
+      if (typeof v === 'string' && v.includes('|')) marked.push(i);
+    }
+    // Only marks found need their index's epoch (a fresh batch has none to look up).
+    if (marked.length === 0) return NOTHING;
+    const found = new Map<string, OriginKey>();
+    const epochOf = await this.epochsOf(marked.map((i) => events[i]!));
+    for (const i of marked) {
+      const v = values[i] as string;
       const bar = v.indexOf('|');
-      if (bar < 0) continue;
-      const epoch = await epochs(events[i]!);
+      const epoch = epochOf(events[i]!);
       if (epoch !== undefined && v.slice(0, bar) === epoch) found.set(events[i]!.id, v.slice(bar + 1));
     }
     return found;
@@ -111,9 +116,9 @@ export class RedisKnownCopies implements KnownCopies {
     if (owners.length === 0) return;
     const keys: string[] = [];
     const values: string[] = [];
-    const epochs = this.epochsOfBatch();
+    const epochOf = await this.epochsOf(owners.map((o) => o.event));
     for (const { event, owner } of owners) {
-      const epoch = await epochs(event);
+      const epoch = epochOf(event);
       if (epoch === undefined) continue;
       keys.push(this.scope + event.id);
       values.push(`${epoch}|${owner}`);
@@ -168,18 +173,22 @@ export class RedisKnownCopies implements KnownCopies {
     return (await pipeline.exec())?.find(([err]) => err !== null)?.[0] ?? undefined;
   }
 
-  /** The epoch of each event's index, read once per index for a whole batch (most share one). */
-  private epochsOfBatch(): (event: EventKey) => Promise<string | undefined> {
-    const byIndex = new Map<string, Promise<string | undefined>>();
-    return (event) => {
-      const index = eventsIndexFor(this.options.eventsIndex, event.ts);
-      let epoch = byIndex.get(index);
-      if (epoch === undefined) {
-        epoch = this.deps.epochs.of(index);
-        byIndex.set(index, epoch);
-      }
-      return epoch;
-    };
+  /**
+   * The epoch of each event's index, read once per index for a whole batch (most share one),
+   * all awaited at once: awaiting per event cost a turn of the microtask queue per event.
+   */
+  private async epochsOf(events: readonly EventKey[]): Promise<(event: EventKey) => string | undefined> {
+    const { eventsIndex } = this.options;
+    const indexOf = (event: EventKey) => eventsIndexFor(eventsIndex, event.ts);
+    // Without a date pattern every event has the same index: no per-event lookups at all.
+    if (!isDatePattern(eventsIndex)) {
+      const epoch = await this.deps.epochs.of(eventsIndex);
+      return () => epoch;
+    }
+    const indices = [...new Set(events.map(indexOf))];
+    const epochs = await Promise.all(indices.map((index) => this.deps.epochs.of(index)));
+    const byIndex = new Map(indices.map((index, i) => [index, epochs[i]]));
+    return (event) => byIndex.get(indexOf(event));
   }
 
   /** A pass from the breaker, or undefined (counted): it is open, do not call. */
