@@ -32,7 +32,11 @@ function expectPoison(p: Parsed, errorClass: string): string {
 
 describe('parseRecord: valid messages', () => {
   it('accepts a valid profile and keeps every contract field', () => {
-    expect(parseRecord(record(JSON.stringify(profile)), MAX)).toEqual({ ok: true, message: profile, tsMs: Date.parse(profile.ts) });
+    expect(parseRecord(record(JSON.stringify(profile)), MAX)).toEqual({
+      ok: true,
+      message: profile,
+      tsMs: Date.parse(profile.ts),
+    });
   });
 
   it('accepts a valid event and keeps every contract field', () => {

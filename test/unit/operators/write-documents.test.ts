@@ -421,6 +421,12 @@ describe('writeDocuments', () => {
   });
 
   /** A store whose event writes take `frames[id]` frames; what started when is in `started`. */
+  /** One batch per id, each a single event of client c. */
+  const eventBatches = <Ids extends string[]>(...ids: Ids) => {
+    const r = recordFactory();
+    return ids.map((id) => [openEntry(r.event(id, 'c'))]) as { [K in keyof Ids]: Entry[] };
+  };
+
   function slowStore(ts: TestScheduler, frames: Record<string, number>, started: [string, number][]) {
     const inner = new InMemoryDocumentStore();
     const store: DocumentStore = {
@@ -438,12 +444,7 @@ describe('writeDocuments', () => {
   }
 
   it('writes one batch at a time by default, in order', () => {
-    const r = recordFactory();
-    const [x, y, z] = ['a', 'b', 'c'].map((id) => [openEntry(r.event(id, 'c'))]) as [
-      Entry[],
-      Entry[],
-      Entry[],
-    ];
+    const [x, y, z] = eventBatches('a', 'b', 'c');
     const started: [string, number][] = [];
     const ts = testScheduler();
     ts.run(({ cold, expectObservable }) => {
@@ -465,13 +466,7 @@ describe('writeDocuments', () => {
   });
 
   it('joins the batches that wait while a write is busy, up to joinUpTo entries', () => {
-    const r = recordFactory();
-    const [x, y, z, v] = ['a', 'b', 'c', 'd'].map((id) => [openEntry(r.event(id, 'c'))]) as [
-      Entry[],
-      Entry[],
-      Entry[],
-      Entry[],
-    ];
+    const [x, y, z, v] = eventBatches('a', 'b', 'c', 'd');
     const started: [string, number][] = [];
     const ts = testScheduler();
     ts.run(({ cold, expectObservable }) => {
@@ -493,12 +488,7 @@ describe('writeDocuments', () => {
   });
 
   it('with batchesInFlight 2, writes two batches at a time, starting them in order; answers come as they are written', () => {
-    const r = recordFactory();
-    const [x, y, z] = ['a', 'b', 'c'].map((id) => [openEntry(r.event(id, 'c'))]) as [
-      Entry[],
-      Entry[],
-      Entry[],
-    ];
+    const [x, y, z] = eventBatches('a', 'b', 'c');
     const started: [string, number][] = [];
     const ts = testScheduler();
     ts.run(({ cold, expectObservable }) => {
