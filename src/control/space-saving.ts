@@ -11,11 +11,17 @@ export interface HeavyHitter {
  * `capacity`, whatever the number of distinct keys. Every key whose true count exceeds
  * total / capacity is in the summary. A min-heap on the counts makes each add O(log k).
  */
+/** One tracked key; `pos` is its place in the heap, so that moving it needs no map update. */
+interface Slot {
+  key: string;
+  count: number;
+  error: number;
+  pos: number;
+}
+
 export class SpaceSaving {
-  private readonly keys: string[] = [];
-  private readonly counts: number[] = [];
-  private readonly errors: number[] = [];
-  private readonly index = new Map<string, number>();
+  private readonly heap: Slot[] = [];
+  private readonly slots = new Map<string, Slot>();
   private seen = 0;
 
   constructor(readonly capacity: number) {
@@ -29,76 +35,76 @@ export class SpaceSaving {
   }
 
   get size(): number {
-    return this.keys.length;
+    return this.heap.length;
   }
 
   add(key: string, n = 1): void {
     this.seen += n;
-    const at = this.index.get(key);
-    if (at !== undefined) {
-      this.counts[at]! += n;
-      this.down(at);
+    const slot = this.slots.get(key);
+    if (slot !== undefined) {
+      slot.count += n;
+      this.down(slot.pos);
       return;
     }
-    if (this.keys.length < this.capacity) {
-      this.keys.push(key);
-      this.counts.push(n);
-      this.errors.push(0);
-      this.index.set(key, this.keys.length - 1);
-      this.up(this.keys.length - 1);
+    if (this.heap.length < this.capacity) {
+      const added: Slot = { key, count: n, error: 0, pos: this.heap.length };
+      this.heap.push(added);
+      this.slots.set(key, added);
+      this.up(added.pos);
       return;
     }
     // Replace the smallest: the newcomer inherits its count as possible error.
-    const min = this.counts[0]!;
-    this.index.delete(this.keys[0]!);
-    this.keys[0] = key;
-    this.counts[0] = min + n;
-    this.errors[0] = min;
-    this.index.set(key, 0);
+    const min = this.heap[0]!;
+    this.slots.delete(min.key);
+    min.key = key;
+    min.error = min.count;
+    min.count += n;
+    this.slots.set(key, min);
     this.down(0);
   }
 
   /** The tracked keys, largest count first. */
   top(limit = this.capacity): HeavyHitter[] {
-    return this.keys
-      .map((key, i) => ({ key, count: this.counts[i]!, error: this.errors[i]! }))
+    return this.heap
+      .map(({ key, count, error }) => ({ key, count, error }))
       .sort((a, b) => b.count - a.count || (a.key < b.key ? -1 : 1))
       .slice(0, limit);
   }
 
   clear(): void {
-    this.keys.length = 0;
-    this.counts.length = 0;
-    this.errors.length = 0;
-    this.index.clear();
+    this.heap.length = 0;
+    this.slots.clear();
     this.seen = 0;
   }
 
   private swap(i: number, j: number): void {
-    [this.keys[i], this.keys[j]] = [this.keys[j]!, this.keys[i]!];
-    [this.counts[i], this.counts[j]] = [this.counts[j]!, this.counts[i]!];
-    [this.errors[i], this.errors[j]] = [this.errors[j]!, this.errors[i]!];
-    this.index.set(this.keys[i]!, i);
-    this.index.set(this.keys[j]!, j);
+    const a = this.heap[i]!;
+    const b = this.heap[j]!;
+    this.heap[i] = b;
+    b.pos = i;
+    this.heap[j] = a;
+    a.pos = j;
   }
 
   private up(i: number): void {
+    const h = this.heap;
     while (i > 0) {
       const parent = (i - 1) >> 1;
-      if (this.counts[parent]! <= this.counts[i]!) return;
+      if (h[parent]!.count <= h[i]!.count) return;
       this.swap(i, parent);
       i = parent;
     }
   }
 
   private down(i: number): void {
-    const n = this.keys.length;
+    const h = this.heap;
+    const n = h.length;
     for (;;) {
       const l = 2 * i + 1;
       const r = l + 1;
       let least = i;
-      if (l < n && this.counts[l]! < this.counts[least]!) least = l;
-      if (r < n && this.counts[r]! < this.counts[least]!) least = r;
+      if (l < n && h[l]!.count < h[least]!.count) least = l;
+      if (r < n && h[r]!.count < h[least]!.count) least = r;
       if (least === i) return;
       this.swap(i, least);
       i = least;

@@ -95,7 +95,7 @@ export class ElasticsearchDocumentStore implements DocumentStore {
     this.profiles = new StoredProfiles(client, options.profilesIndex, options.recentProfiles, (signal) =>
       this.context('mget', signal),
     );
-    const bulks = new BulkRequests(client, log);
+    const bulks = new BulkRequests(client, log, options.recentProfiles !== undefined);
     this.bulks = new BulkCoalescer(
       (c, ops, lines) => bulks.send(c, ops, lines),
       COALESCE_MAX_ITEMS,
