@@ -34,7 +34,7 @@ export class PartitionCounts {
       const kind = d.entry.outcome.kind;
       this.done[kind]++;
       if (kind === 'indexed' && d.entry.message !== undefined)
-        this.latenciesMs.push(now - (d.entry.tsMs ?? Date.parse(d.entry.message.ts)));
+        this.latenciesMs.push(now - Date.parse(d.entry.message.ts));
     }
   }
 

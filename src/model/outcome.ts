@@ -30,8 +30,6 @@ export interface Entry {
   readonly seq: number;
   /** The validated (and enriched) message; absent for poison, tombstones and gaps. */
   readonly message?: IngestMessage;
-  /** The message's `ts` in ms since the epoch, read once by the parser (for the e2e latency). */
-  readonly tsMs?: number;
   /** A tombstone under TOMBSTONES=delete: the client whose profile it deletes. */
   readonly deletes?: string;
   readonly outcome?: Outcome;

@@ -1,8 +1,7 @@
 import type { ErrorClass, IngestMessage, RawRecord } from './message.js';
 
 export type Parsed =
-  /** `tsMs`: the message's `ts` as Date.parse reads it (validated once, kept for the latency metric). */
-  | { readonly ok: true; readonly message: IngestMessage; readonly tsMs: number }
+  | { readonly ok: true; readonly message: IngestMessage }
   | { readonly ok: false; readonly errorClass: ErrorClass; readonly reason: string }
   /** A null value: what it means is the TOMBSTONES setting's business, not the parser's. */
   | { readonly ok: false; readonly tombstone: true };
@@ -54,7 +53,7 @@ export function parseRecord(record: Pick<RawRecord, 'value'>, maxMessageBytes: n
     return poison('invalid-json', oneLine((err as Error).message));
   }
   try {
-    return { ok: true, ...validate(json) };
+    return { ok: true, message: validate(json) };
   } catch (err) {
     if (err instanceof SchemaError) return poison('schema', err.message);
     throw err;
@@ -80,13 +79,12 @@ export function nestingDepth(bytes: Uint8Array): number {
   return max;
 }
 
-function validate(json: unknown): { message: IngestMessage; tsMs: number } {
+function validate(json: unknown): IngestMessage {
   if (!isPlainObject(json)) throw new SchemaError(`expected a JSON object, got ${describe(json)}`);
   const id = requireId(json, 'id');
   const clientId = requireId(json, 'clientId');
   const ts = json.ts;
-  const tsMs = typeof ts === 'string' && ISO_TS.test(ts) ? Date.parse(ts) : Number.NaN;
-  if (typeof ts !== 'string' || Number.isNaN(tsMs)) {
+  if (typeof ts !== 'string' || !ISO_TS.test(ts) || Number.isNaN(Date.parse(ts))) {
     throw new SchemaError(`field "ts" must be an ISO 8601 timestamp, got ${describe(ts)}`);
   }
   const type = json.type;
@@ -97,14 +95,14 @@ function validate(json: unknown): { message: IngestMessage; tsMs: number } {
         `field "version" must be a non-negative integer for a profile, got ${describe(version)}`,
       );
     }
-    return { message: { id, clientId, ts, type, version, data: requireData(json.data) }, tsMs };
+    return { id, clientId, ts, type, version, data: requireData(json.data) };
   }
   if (type === 'event') {
     const name = json.name;
     if (typeof name !== 'string' || name.length === 0) {
       throw new SchemaError(`field "name" must be a non-empty string for an event, got ${describe(name)}`);
     }
-    return { message: { id, clientId, ts, type, name, data: requireData(json.data) }, tsMs };
+    return { id, clientId, ts, type, name, data: requireData(json.data) };
   }
   throw new SchemaError(`field "type" must be "profile" or "event", got ${describe(type)}`);
 }

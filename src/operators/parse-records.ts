@@ -27,7 +27,7 @@ export function parseRecords(options: ParseRecordsOptions): MonoTypeOperatorFunc
   return map((entry) => {
     if (entry.record.gap) return decide(entry, { kind: 'skipped' });
     const parsed = parseRecord(entry.record, maxMessageBytes);
-    if (parsed.ok) return { ...entry, message: parsed.message, tsMs: parsed.tsMs };
+    if (parsed.ok) return { ...entry, message: parsed.message };
     if (!('tombstone' in parsed)) {
       return decide(entry, { kind: 'dead-letter', errorClass: parsed.errorClass, reason: parsed.reason });
     }

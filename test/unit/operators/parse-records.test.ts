@@ -61,7 +61,6 @@ describe('parseRecords', () => {
       record,
       seq: 0,
       message: { id: 'e-1', clientId: 'c-1', type: 'event', name: 'signup', ts: TS, data: { sku: 'x' } },
-      tsMs: Date.parse(TS),
     });
     expect(e.record).toBe(record);
     expect(e.outcome).toBeUndefined();
