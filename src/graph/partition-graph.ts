@@ -84,9 +84,8 @@ export function ingestPartition(
   return batches$.pipe(
     // events Redis knows another record owns are duplicates (an optimisation only)
     skipKnownCopies(ports.known),
-    // events created with their origin, profiles merged, tombstones applied (Elasticsearch);
-    // batches that wait meanwhile are joined up to BATCH_MAX
-    writeDocuments(ports.documents, { batchesInFlight: s.batchesInFlight, joinUpTo: s.batchMax, signal }),
+    // events created with their origin, profiles merged, tombstones applied (Elasticsearch)
+    writeDocuments(ports.documents, { batchesInFlight: s.batchesInFlight, signal }),
     // tell Redis who owns each event
     rememberOwners(ports.known),
     // triggers of owned events and dead letters, except for replays of committed work
