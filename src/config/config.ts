@@ -201,7 +201,7 @@ const schema = {
   CLIENT_IDLE_MS: [int(1, 24 * 3_600_000), '30000'],
   BATCH_MAX: [int(1, 100_000), '500'],
   BATCH_MS: [int(1, 60_000), '50'],
-  BATCHES_IN_FLIGHT: [int(1, 64), '1'],
+  BATCHES_IN_FLIGHT: [int(1, 64), '2'],
   HIGH_WATER: [int(1, 10_000_000), '2000'],
   LOW_WATER: [int(0, 10_000_000), '1000'],
   HIGH_WATER_BYTES: [int(64 * 1024, 4 * 1024 ** 3), String(16 * 1024 * 1024)],

@@ -28,7 +28,7 @@ import { mergeMapWithBarriers } from './merge-map-with-barriers.js';
  *   before a client's tombstone are written, then its profile is deleted, then the updates
  *   after it are merged onto nothing.
  *
- * Up to `batchesInFlight` batches are written at once (BATCHES_IN_FLIGHT, default 1), a
+ * Up to `batchesInFlight` batches are written at once (BATCHES_IN_FLIGHT, 2 by default), a
  * batch with a tombstone alone, and batches come out as they are written, not in order: the
  * offset tracker commits in order. Batches that wait meanwhile are joined, up to `joinUpTo`
  * entries. Writes do not depend on their order (events are created
