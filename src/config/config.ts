@@ -24,10 +24,7 @@ import {
   showValue,
 } from './security.js';
 
-/**
- * The worker's settings, parsed and validated once at the edge (environment
- * variables) and passed in. Nothing below reads process.env.
- */
+/** The worker's settings, parsed and validated once at the edge (the environment) and passed in. */
 export interface Config {
   readonly kafka: KafkaSecurity & {
     readonly brokers: string[];
@@ -284,10 +281,7 @@ export function loadTriggerRules(path: string, read: (p: string) => string = (p)
   return parsed.data;
 }
 
-/**
- * Parses the environment into a Config. A bad value throws a ConfigError whose
- * message is one line naming the variable, the value and what is expected.
- */
+/** Parses the environment; a bad value throws a ConfigError: one line naming variable, value, expectation. */
 export function loadConfig(
   envGiven: NodeJS.ProcessEnv = process.env,
   read: (p: string) => string = (p) => readFileSync(p, 'utf8'),
