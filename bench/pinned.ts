@@ -23,6 +23,7 @@ import { barChart } from './lib/plot.js';
 import { encodeBodies, loadRaw, type RawDoc } from './lib/raw-bulk.js';
 import type { Section, Target } from './lib/report.js';
 import {
+  coreBusySeconds,
   cpuSeconds,
   ensureStack,
   kafkaClient,
@@ -56,6 +57,8 @@ interface CeilingRun {
   readonly batch: number;
   readonly concurrency: number;
   readonly esCores: number;
+  /** How busy each core of the machine was over the run (0–1), whoever used it. */
+  readonly coreBusy: readonly number[];
   readonly errors: number;
 }
 
@@ -64,6 +67,7 @@ interface WorkerRun {
   readonly drained: boolean;
   readonly cpuUsPerDoc: number;
   readonly esCores: number;
+  readonly coreBusy: readonly number[];
   readonly peakRssMb: number;
 }
 
@@ -167,7 +171,8 @@ async function measure(ctx: Ctx, mode: Row['mode'], w: Workload, n: number): Pro
   const { run: worker } = await drainWithWorker(ctx, w, n);
   ctx.log(
     `    worker ${fmt(worker.rate, 0)} docs/s (${fmt(worker.rate / ceiling.rate, 2)} of the ceiling); ` +
-      `${fmt(worker.cpuUsPerDoc, 1)} µs CPU/doc; peak RSS ${fmt(worker.peakRssMb, 0)} MB`,
+      `${fmt(worker.cpuUsPerDoc, 1)} µs CPU/doc; cores busy ${busyText(worker.coreBusy)} ` +
+      `(ceiling run ${busyText(ceiling.coreBusy)}); peak RSS ${fmt(worker.peakRssMb, 0)} MB`,
   );
   return { mode, workload: w, ceiling, worker };
 }
@@ -193,14 +198,28 @@ async function rawCeiling(ctx: Ctx, w: Workload): Promise<CeilingRun> {
     const names = await createIndices(ctx, `c${ctx.runs++}`);
     const bodies = encodeBodies(w.docs, names, best.batch);
     const esBefore = cpuOf(ctx.pids.elasticsearch);
+    const busyBefore = coreBusySeconds();
     const r = await loadRaw(es, bodies, w.docs.length, best.concurrency);
     const esCores = (cpuOf(ctx.pids.elasticsearch) - esBefore) / (r.ms / 1000);
+    const coreBusy = busyBetween(busyBefore, coreBusySeconds(), r.ms);
     await deleteIndices([names.events, names.profiles]);
-    return { rate: r.rate, batch: best.batch, concurrency: best.concurrency, esCores, errors: r.errors };
+    return {
+      rate: r.rate,
+      batch: best.batch,
+      concurrency: best.concurrency,
+      esCores,
+      coreBusy,
+      errors: r.errors,
+    };
   } finally {
     await es.close();
   }
 }
+
+/** Each core's busy share between two readings of coreBusySeconds() `ms` apart. */
+const busyBetween = (a: readonly number[], b: readonly number[], ms: number) =>
+  b.map((x, i) => Math.min(1, (x - (a[i] ?? Number.NaN)) / (ms / 1000)));
+const busyText = (xs: readonly number[]) => (xs.length > 0 ? xs.map((x) => fmt(x, 2)).join(' / ') : 'n/a');
 
 const cpuOf = (pid: number | undefined) => (pid === undefined ? Number.NaN : (cpuSeconds(pid) ?? Number.NaN));
 
@@ -234,6 +253,7 @@ async function drainWithWorker(ctx: Ctx, w: Workload, n: number, cpuProfDir?: st
     drained,
     cpuUsPerDoc: (used('worker') * 1e6) / Math.max(1, done),
     esCores: used('elasticsearch') / (ms / 1000),
+    coreBusy: busyBetween(first?.coreBusy ?? [], last?.coreBusy ?? [], (last?.t ?? 0) - (first?.t ?? 0)),
     peakRssMb: worker.peakRssMb(),
   };
   return { run, worker, name, window: { fromMs: first?.t ?? 0, toMs: endT } };
@@ -264,6 +284,7 @@ function section(n: number, rows: readonly Row[], stages: StageTime[] | undefine
   const stageRows = (stages ?? []).map((s) => [s.stage, fmt(s.share * 100, 1), fmt(s.share * totalUs, 1)]);
   notes.push(
     `Each row drains the same ${fmt(n, 0)} pre-produced messages (8 partitions, ${fmt(CLIENTS, 0)} clients, 1% re-sent copies); the raw loader writes the same documents, encoded into NDJSON bodies before its clock starts, with the best of a short batch-size and concurrency search.`,
+    'Busy per core is each core’s share of time not idle (/proc/stat) over the same span, whoever used it: pinned, CPU 1 carries the load with Kafka, Redis and the bench process, so a CPU 1 near 1.00 during the worker’s drain says the worker side is CPU-bound and only less CPU per document raises its figure.',
     'Worker CPU per document is the worker process’s user+system time (/proc) from its first record to its last, divided by the records done; Elasticsearch cores is its CPU time over the same span.',
   );
   if (stages)
@@ -283,6 +304,7 @@ function section(n: number, rows: readonly Row[], stages: StageTime[] | undefine
           'ratio',
           'worker CPU (µs/doc)',
           'ES cores (ceiling / worker)',
+          'busy per core, CPU 0 / CPU 1 (ceiling; worker)',
           'worker peak RSS (MB)',
         ],
         rows: rows.map((r) => [
@@ -293,6 +315,7 @@ function section(n: number, rows: readonly Row[], stages: StageTime[] | undefine
           fmt(ratio(r), 2),
           fmt(r.worker.cpuUsPerDoc, 1),
           `${fmt(r.ceiling.esCores, 2)} / ${fmt(r.worker.esCores, 2)}`,
+          `${busyText(r.ceiling.coreBusy)}; ${busyText(r.worker.coreBusy)}`,
           fmt(r.worker.peakRssMb, 0),
         ]),
       },

@@ -7,7 +7,7 @@
 import { Client } from '@elastic/elasticsearch';
 import { eventsMapping, profilesMapping } from '../../src/worker/elasticsearch-setup.js';
 import type { Doc } from './documents.js';
-import { cpuSeconds, esClient, type RunResources, stackEnv } from './stack.js';
+import { coreBusySeconds, cpuSeconds, esClient, type RunResources, stackEnv } from './stack.js';
 import { fmt } from './stats.js';
 import { cpuBetween, type WorkerMetricsSample } from './worker.js';
 
@@ -133,5 +133,15 @@ export async function sampleCpu(ctx: CeilingContext): Promise<WorkerMetricsSampl
   for (const [name, pid] of Object.entries(ctx.pids))
     if (pid !== undefined) cpu[name] = cpuSeconds(pid) ?? Number.NaN;
   cpu['bench (this process)'] = cpuSeconds(process.pid) ?? Number.NaN;
-  return { t: performance.now(), done: 0, byOutcome: {}, inFlight: 0, lag: 0, rssMb: 0, hwmMb: 0, cpu };
+  return {
+    t: performance.now(),
+    done: 0,
+    byOutcome: {},
+    inFlight: 0,
+    lag: 0,
+    rssMb: 0,
+    hwmMb: 0,
+    cpu,
+    coreBusy: coreBusySeconds(),
+  };
 }

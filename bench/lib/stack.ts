@@ -79,6 +79,18 @@ export function cpuSeconds(pid: number): number | undefined {
   }
 }
 
+/** CPU seconds each core of the machine has been busy so far (all but idle and iowait), by core. */
+export function coreBusySeconds(): number[] {
+  const busy: number[] = [];
+  for (const line of readFileSync('/proc/stat', 'utf8').split('\n')) {
+    const m = /^cpu(\d+) (.*)$/.exec(line);
+    if (!m) continue;
+    const v = m[2]!.trim().split(/\s+/).map(Number);
+    busy[Number(m[1])] = (v.reduce((a, b) => a + b, 0) - v[3]! - v[4]!) / CLK_TCK;
+  }
+  return busy;
+}
+
 /** VmRSS and VmHWM (peak) of a process, in MB. */
 export function memoryMb(pid: number): { rss: number; hwm: number } | undefined {
   try {

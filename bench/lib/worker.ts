@@ -3,7 +3,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { cpuSeconds, memoryMb, stackEnv } from './stack.js';
+import { coreBusySeconds, cpuSeconds, memoryMb, stackEnv } from './stack.js';
 
 export interface WorkerMetricsSample {
   /** ms since the worker was spawned. */
@@ -17,6 +17,8 @@ export interface WorkerMetricsSample {
   readonly hwmMb: number;
   /** CPU seconds used so far, per process: the worker and each server of the stack. */
   readonly cpu: Readonly<Record<string, number>>;
+  /** CPU seconds each core of the machine has been busy so far, by core (whoever used it). */
+  readonly coreBusy: readonly number[];
 }
 
 /** process.memoryUsage() of the worker, from the preloaded memory probe (bytes). */
@@ -190,6 +192,7 @@ export class BenchWorker {
         rssMb: mem.rss,
         hwmMb: mem.hwm,
         cpu,
+        coreBusy: coreBusySeconds(),
       });
     } finally {
       this.sampling = false;
