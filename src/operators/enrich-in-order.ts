@@ -14,7 +14,7 @@ import {
 } from 'rxjs';
 import { classifyError, describeError } from '../model/failures.js';
 import type { IngestMessage } from '../model/message.js';
-import { clientOf, decide, type Entry } from '../model/outcome.js';
+import { clientOf, decide, type Entry, withMessage } from '../model/outcome.js';
 import type { RetryPolicy } from '../retry/retry-policy.js';
 import { inOrderPerKey } from './in-order-per-key.js';
 import { retryWithPolicy } from './retry-with-policy.js';
@@ -117,7 +117,7 @@ function checkIdentity(before: IngestMessage, after: IngestMessage): IngestMessa
 function enriched(entry: Entry, message: IngestMessage): Entry {
   try {
     const m = checkIdentity(entry.message!, message);
-    return m === entry.message ? entry : { ...entry, message: m };
+    return m === entry.message ? entry : withMessage(entry, m);
   } catch (err) {
     return failed(entry, err);
   }

@@ -1,6 +1,6 @@
 import { type MonoTypeOperatorFunction, map } from 'rxjs';
 import type { TombstonePolicy } from '../model/message.js';
-import { decide, type Entry } from '../model/outcome.js';
+import { decide, type Entry, withDeletes, withMessage } from '../model/outcome.js';
 import { parseRecord } from '../model/parse.js';
 
 export interface ParseRecordsOptions {
@@ -27,13 +27,13 @@ export function parseRecords(options: ParseRecordsOptions): MonoTypeOperatorFunc
   return map((entry) => {
     if (entry.record.gap) return decide(entry, { kind: 'skipped' });
     const parsed = parseRecord(entry.record, maxMessageBytes);
-    if (parsed.ok) return { ...entry, message: parsed.message };
+    if (parsed.ok) return withMessage(entry, parsed.message);
     if (!('tombstone' in parsed)) {
       return decide(entry, { kind: 'dead-letter', errorClass: parsed.errorClass, reason: parsed.reason });
     }
     if (tombstones === 'ignore') return decide(entry, { kind: 'ignored' });
     const clientId = tombstones === 'delete' ? clientKey(entry.record.key) : undefined;
-    if (clientId !== undefined) return { ...entry, deletes: clientId };
+    if (clientId !== undefined) return withDeletes(entry, clientId);
     return decide(entry, {
       kind: 'dead-letter',
       errorClass: 'tombstone',

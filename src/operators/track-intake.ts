@@ -1,7 +1,7 @@
 import { map, type OperatorFunction } from 'rxjs';
 import type { RawRecord } from '../model/message.js';
 import type { OffsetTracker } from '../model/offset-tracker.js';
-import type { Entry } from '../model/outcome.js';
+import { type Entry, entryOf } from '../model/outcome.js';
 
 /**
  * Registers every record's offset with the partition's tracker as it enters the graph,
@@ -16,5 +16,5 @@ import type { Entry } from '../model/outcome.js';
  * ```
  */
 export function trackIntake<P>(tracker: OffsetTracker<P>): OperatorFunction<RawRecord, Entry> {
-  return map((record) => ({ record, seq: tracker.register(record.offset) }));
+  return map((record) => entryOf(record, tracker.register(record.offset)));
 }
