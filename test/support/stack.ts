@@ -42,7 +42,7 @@ export async function createTopics(topics: { topic: string; numPartitions: numbe
  */
 export async function createTopicsWithLeaders(admin: Admin, topics: ITopicConfig[]): Promise<void> {
   try {
-    await admin.createTopics({ topics, waitForLeaders: true });
+    await createTopicsOnceControllerKnown(admin, topics);
   } catch (err) {
     if ((err as { type?: string }).type !== 'UNKNOWN_TOPIC_OR_PARTITION') throw err;
     await waitFor(
@@ -53,6 +53,24 @@ export async function createTopicsWithLeaders(admin: Admin, topics: ITopicConfig
       },
       { timeoutMs: 30_000 },
     );
+  }
+}
+
+/**
+ * A cluster just started may answer metadata before its brokers know the active controller
+ * (controller id -1): kafkajs's createTopics then fails at once with KafkaJSBrokerNotFound
+ * ("Broker -1 not found"), before sending anything. Ask again until a controller is known.
+ */
+async function createTopicsOnceControllerKnown(admin: Admin, topics: ITopicConfig[]): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      await admin.createTopics({ topics, waitForLeaders: true });
+      return;
+    } catch (err) {
+      if ((err as Error).name !== 'KafkaJSBrokerNotFound' || Date.now() > deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
   }
 }
 
