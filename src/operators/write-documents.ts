@@ -30,8 +30,8 @@ import { mergeMapWithBarriers } from './merge-map-with-barriers.js';
  *
  * Up to `batchesInFlight` batches are written at once (BATCHES_IN_FLIGHT, 2 by default), a
  * batch with a tombstone alone, and batches come out as they are written, not in order: the
- * offset tracker commits in order. Batches that wait meanwhile are joined, up to `joinUpTo`
- * entries. Writes do not depend on their order (events are created
+ * offset tracker commits in order. With `joinUpTo` (the graph leaves it off), batches that wait
+ * meanwhile are joined, up to that many entries. Writes do not depend on their order (events are created
  * once whoever comes first, profiles merge by version under a conditional write, a lost race
  * is a 409 and a re-read); tombstones are the exception (see hasTombstone).
  *
