@@ -1,5 +1,5 @@
 /**
- * The adaptive-concurrency benchmark (`npm run bench:concurrency`, about 9 minutes; not
+ * The adaptive-concurrency benchmark (`npm run bench:concurrency`, about 9–11 minutes; not
  * part of `npm test`: it measures speed): against one real Elasticsearch node that refuses
  * (one write thread, a write queue of two: item-level 429s inside HTTP 200 answers), the
  * same 50,000 messages, produced before the worker starts, are drained with fixed limits
@@ -13,8 +13,8 @@
  * even number of rounds, or the last setting of the first order runs last more often than
  * first), and each setting's figure is the mean of its rounds. Drains before the rounds are
  * not counted until two in a row agree within 10%: a fresh node's first drains ran at half
- * speed. The end of a drain is
- * looked for every 50 ms. BENCH_SETTINGS (for example `fixed-8,adaptive`) runs a subset.
+ * speed. The end of a drain is looked for every 50 ms. BENCH_SETTINGS (for example
+ * `fixed-8,adaptive`) runs a subset.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
