@@ -3,7 +3,7 @@
  *
  *   npm run bench                       the full suite (≤ 15 min on a 2-core machine)
  *   npm run bench -- --quick            short durations: a smoke run (≤ 2 min)
- *   npm run bench -- --only graph,kata  a subset: graph, kata, e2e, sweep, burst, hot, pinned, concurrency, commits
+ *   npm run bench -- --only graph,kata  a subset: graph, kata, e2e, sweep, burst, hot, pinned, concurrency, commits, hotpath
  *   npm run bench -- --only scaleout    1, 2, 3 workers on a 3-broker cluster (not in the full suite:
  *                                       it starts three more JVMs and takes ~4 min)
  *   npm run bench -- --no-build         run the worker from src through tsx instead of building dist/
@@ -18,6 +18,7 @@ import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { commitsBenchmark } from './commits.js';
+import { hotPathBenchmark } from './hot-path.js';
 import { concurrencyBenchmark } from './concurrency.js';
 import { endToEndBenchmarks } from './e2e.js';
 import { graphBenchmark } from './graph.js';
@@ -38,12 +39,13 @@ const ALL = [
   'pinned',
   'concurrency',
   'commits',
+  'hotpath',
   'scaleout',
 ] as const;
 /** What `npm run bench` runs without --only (scale-out starts a 3-broker cluster and takes minutes of its own). */
 const DEFAULT = ALL.filter((b) => b !== 'scaleout');
 
-const USAGE = `usage: npm run bench [-- --quick] [--only graph,kata,e2e,sweep,burst,hot,pinned,concurrency,commits,scaleout] [--no-build]
+const USAGE = `usage: npm run bench [-- --quick] [--only graph,kata,e2e,sweep,burst,hot,pinned,concurrency,commits,hotpath,scaleout] [--no-build]
   --quick     short durations (a smoke run, about 2 minutes)
   --only      a subset; sweep and burst run e2e first (they need its rate);
               pinned pins Elasticsearch to CPU 0 and the load to CPU 1 (taskset);
@@ -181,6 +183,13 @@ async function main(): Promise<void> {
   if (only.has('commits')) {
     log('\n[commits] commits back to back, the first retry backoff shipped vs kafkajs’s default …');
     const s = await commitsBenchmark({ quick, log });
+    sections.push(s);
+    show(s);
+  }
+
+  if (only.has('hotpath')) {
+    log('\n[hotpath] per-record hot paths against what they replaced …');
+    const s = hotPathBenchmark({ quick, log });
     sections.push(s);
     show(s);
   }

@@ -38,7 +38,8 @@ const COMPACT_AFTER = 1024;
  */
 export function createWindowedSeenSet<K>(windowMs: number, now: () => number): WindowedSeenSet<K> {
   assertWindow(windowMs);
-  const admittedAt = new Map<K, number>();
+  // Held keys; when each was admitted is in `times` (a key is held once at most).
+  const held = new Set<K>();
   // The same keys in admission order, so that expiry is a walk from the head rather than a scan.
   let keys: K[] = [];
   let times: number[] = [];
@@ -48,7 +49,7 @@ export function createWindowedSeenSet<K>(windowMs: number, now: () => number): W
     while (head < keys.length) {
       const at = times[head] as number;
       if (t - at < windowMs) break;
-      admittedAt.delete(keys[head] as K);
+      held.delete(keys[head] as K);
       head++;
     }
     if (head === keys.length) {
@@ -66,9 +67,11 @@ export function createWindowedSeenSet<K>(windowMs: number, now: () => number): W
     admit(key) {
       const t = now();
       evictUntil(t);
-      // Every key still held is inside its window: evictUntil removed the rest.
-      if (admittedAt.has(key)) return false;
-      admittedAt.set(key, t);
+      // Every key still held is inside its window: evictUntil removed the rest. One hash
+      // lookup, not two: the set grows only if the key was not held.
+      const before = held.size;
+      held.add(key);
+      if (held.size === before) return false;
       keys.push(key);
       times.push(t);
       return true;
@@ -81,10 +84,10 @@ export function createWindowedSeenSet<K>(windowMs: number, now: () => number): W
       return head < keys.length && newest !== undefined ? newest + windowMs : undefined;
     },
     get size() {
-      return admittedAt.size;
+      return held.size;
     },
     clear() {
-      admittedAt.clear();
+      held.clear();
       keys = [];
       times = [];
       head = 0;

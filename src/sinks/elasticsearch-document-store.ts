@@ -7,7 +7,7 @@ import type { OriginKey } from '../model/message.js';
 import { applyUpdate, type MergedUpdate, type ProfileDocument } from '../model/profile-merge.js';
 import type { RetryPolicy } from '../retry/retry-policy.js';
 import { BulkCoalescer } from './bulk-coalescer.js';
-import { type BulkAnswer, type BulkItem, BulkRequests } from './elasticsearch-bulk.js';
+import { type BulkAnswer, type BulkItem, BulkRequests, createActionLine } from './elasticsearch-bulk.js';
 import type { IndexEpochs } from './elasticsearch-index-epochs.js';
 import {
   type ElasticsearchStoreObserver,
@@ -106,11 +106,10 @@ export class ElasticsearchDocumentStore implements DocumentStore {
   async createEvents(events: readonly EventDocument[], signal?: AbortSignal): Promise<EventWrite[]> {
     const results: (EventWrite | undefined)[] = new Array(events.length);
     const indexOf = events.map((e) => eventsIndexFor(this.options.eventsIndex, e.source.ts));
+    const actions = createActions(events, indexOf);
     await this.untilDone(events.length, 'event', signal, async (pending) => {
       const operations: unknown[] = [];
-      for (const i of pending) {
-        operations.push({ create: { _index: indexOf[i], _id: events[i]!.id } }, events[i]!.source);
-      }
+      for (const i of pending) operations.push(actions[i], events[i]!.source);
       const bulk = await this.bulk(operations, signal);
       if (!bulk.done) return { retry: pending, why: bulk.why, reason: bulk.reason };
       const retry: number[] = [];
@@ -370,4 +369,18 @@ function itemReason(r: BulkItem): string {
 function describeItemError(status: number, error: ElasticsearchItemError | undefined): string {
   const cause = error?.caused_by?.reason ? ` (${error.caused_by.reason})` : '';
   return `Elasticsearch ${status} ${error?.type ?? 'error'}: ${error?.reason ?? 'no reason given'}${cause}`;
+}
+
+/** Each event's `create` line, the index names serialised once per index (a batch has one or two). */
+function createActions(events: readonly EventDocument[], indexOf: readonly string[]): string[] {
+  const indexJson = new Map<string, string>();
+  return events.map((e, i) => {
+    const index = indexOf[i]!;
+    let json = indexJson.get(index);
+    if (json === undefined) {
+      json = JSON.stringify(index);
+      indexJson.set(index, json);
+    }
+    return createActionLine(json, e.id);
+  });
 }
