@@ -15,6 +15,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@elastic/elasticsearch';
 import { planWorkload } from '../src/generator/workload.js';
+import { type AllocationRun, allocationTables, summarizeAllocationFile } from './lib/allocations.js';
 import { createIndices, deleteIndices } from './lib/ceiling.js';
 import { documentOf } from './lib/documents.js';
 import { drainRate } from './lib/drain.js';
@@ -158,7 +159,9 @@ async function runPinned(ctx: Ctx, kafka: ReturnType<typeof kafkaClient>): Promi
 
   ctx.log('  profiling the worker (node --cpu-prof), not pinned, events only …');
   const stages = await profileStages(ctx, workloads[0]!, n);
-  return section(n, rows, stages, notes);
+  ctx.log('  sampling the worker’s allocations, not pinned, events only …');
+  const allocations = await profileAllocations(ctx, workloads[0]!, n);
+  return section(n, rows, stages, allocations, notes);
 }
 
 async function measure(ctx: Ctx, mode: Row['mode'], w: Workload, n: number): Promise<Row> {
@@ -224,7 +227,12 @@ const busyText = (xs: readonly number[]) => (xs.length > 0 ? xs.map((x) => fmt(x
 const cpuOf = (pid: number | undefined) => (pid === undefined ? Number.NaN : (cpuSeconds(pid) ?? Number.NaN));
 
 /** The worker as shipped drains the backlog; rate, its CPU per document, ES's CPU, peak RSS. */
-async function drainWithWorker(ctx: Ctx, w: Workload, n: number, cpuProfDir?: string) {
+async function drainWithWorker(
+  ctx: Ctx,
+  w: Workload,
+  n: number,
+  diagnostics: { cpuProfDir?: string; allocationFile?: string } = {},
+) {
   const tag = `w${ctx.runs++}`;
   const name = `${ctx.runId}-${tag}`;
   const worker = await BenchWorker.start({
@@ -232,7 +240,7 @@ async function drainWithWorker(ctx: Ctx, w: Workload, n: number, cpuProfDir?: st
     name,
     logDir: ctx.logDir,
     stackPids: ctx.pids,
-    cpuProfDir,
+    ...diagnostics,
     env: benchWorkerEnv(ctx.res, tag, [w.topic]),
   });
   let drained = false;
@@ -262,13 +270,30 @@ async function drainWithWorker(ctx: Ctx, w: Workload, n: number, cpuProfDir?: st
 async function profileStages(ctx: Ctx, w: Workload, n: number): Promise<StageTime[] | undefined> {
   const dir = join(ctx.resultsDir, 'profiles');
   mkdirSync(dir, { recursive: true });
-  const r = await drainWithWorker(ctx, w, n, dir);
+  const r = await drainWithWorker(ctx, w, n, { cpuProfDir: dir });
   return Promise.resolve()
     .then(() => stagesOfProfileFile(cpuProfileOf(dir, r.name), r.window))
     .catch(() => undefined);
 }
 
-function section(n: number, rows: readonly Row[], stages: StageTime[] | undefined, notes: string[]): Section {
+/** One more drain under the sampling allocation profiler: what the GC share above is made of. */
+async function profileAllocations(ctx: Ctx, w: Workload, n: number): Promise<AllocationRun | undefined> {
+  const dir = join(ctx.resultsDir, 'profiles');
+  mkdirSync(dir, { recursive: true });
+  const allocationFile = join(dir, `${ctx.runId}-allocations.heapprofile`);
+  const r = await drainWithWorker(ctx, w, n, { allocationFile });
+  return summarizeAllocationFile(allocationFile)
+    .then((summary) => ({ summary, docs: n, rate: r.run.rate }))
+    .catch(() => undefined);
+}
+
+function section(
+  n: number,
+  rows: readonly Row[],
+  stages: StageTime[] | undefined,
+  allocations: AllocationRun | undefined,
+  notes: string[],
+): Section {
   const ratio = (r: Row) => r.worker.rate / r.ceiling.rate;
   const find = (mode: Row['mode'], key: string) =>
     rows.find((r) => r.mode === mode && r.workload.key === key);
@@ -287,6 +312,10 @@ function section(n: number, rows: readonly Row[], stages: StageTime[] | undefine
     'Busy per core is each core’s share of time not idle (/proc/stat) over the same span, whoever used it: pinned, CPU 1 carries the load with Kafka, Redis and the bench process, so a CPU 1 near 1.00 during the worker’s drain says the worker side is CPU-bound and only less CPU per document raises its figure.',
     'Worker CPU per document is the worker process’s user+system time (/proc) from its first record to its last, divided by the records done; Elasticsearch cores is its CPU time over the same span.',
   );
+  if (allocations)
+    notes.push(
+      `Allocations come from one more not-pinned drain under V8's sampling heap profiler (every 32 KiB, objects the GC collected included, the probe's own left out): ${fmt(allocations.summary.totalBytes / allocations.docs / 1024, 1)} KiB allocated per document in all; that drain's own rate (${fmt(allocations.rate, 0)} docs/s, the profiler running) is not used above.`,
+    );
   if (stages)
     notes.push(
       'Stages come from a separate not-pinned drain under node --cpu-prof: each sample is charged to the innermost frame that belongs to a stage; µs per document apportions the measured worker CPU per document by those shares.',
@@ -328,6 +357,7 @@ function section(n: number, rows: readonly Row[], stages: StageTime[] | undefine
             },
           ]
         : []),
+      ...(allocations ? allocationTables(allocations) : []),
     ],
     targets: [
       target('pinned, events only: worker ÷ raw ceiling', 0.95, find('pinned', 'events')),
@@ -356,6 +386,11 @@ function section(n: number, rows: readonly Row[], stages: StageTime[] | undefine
         }),
       },
     ],
-    data: { n, rows: rows.map((r) => ({ ...r, workload: r.workload.label })), stages },
+    data: {
+      n,
+      rows: rows.map((r) => ({ ...r, workload: r.workload.label })),
+      stages,
+      allocations: allocations?.summary,
+    },
   };
 }

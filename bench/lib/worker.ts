@@ -32,6 +32,7 @@ export interface MemoryBreakdown {
 }
 
 const PROBE = new URL('./memory-probe.mjs', import.meta.url).href;
+const ALLOCATION_PROBE = new URL('./allocation-probe.mjs', import.meta.url).href;
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -84,6 +85,8 @@ export interface BenchWorkerOptions {
   readonly logDir: string;
   /** Write a CPU profile (node --cpu-prof) under this directory when the worker exits (see cpuProfileOf). */
   readonly cpuProfDir?: string;
+  /** Write a sampling allocation profile (bench/lib/allocation-probe.mjs) to this file while it runs. */
+  readonly allocationFile?: string;
   /** How to start the worker: default `dist/cli/main.js` if built, else `--import tsx src/cli/main.ts`. */
   readonly entry?: readonly string[];
   /** Extra node flags (diagnostics only, e.g. a heap limit). */
@@ -119,14 +122,16 @@ export class BenchWorker {
     // No --cpu-prof-name: every thread of the process (module-loader hooks, transports)
     // writes a profile, and with one fixed name the last thread to exit overwrote the main one.
     const prof = opts.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${join(opts.cpuProfDir, opts.name)}`] : [];
+    const allocations = opts.allocationFile ? ['--import', ALLOCATION_PROBE] : [];
     this.memoryFile = join(opts.logDir, `${opts.name}.memory.jsonl`);
     this.child = spawn(
       process.execPath,
-      [...prof, ...(opts.nodeFlags ?? []), '--import', PROBE, ...entry, 'worker'],
+      [...prof, ...allocations, ...(opts.nodeFlags ?? []), '--import', PROBE, ...entry, 'worker'],
       {
         env: {
           ...process.env,
           BENCH_MEMORY_FILE: this.memoryFile,
+          ...(opts.allocationFile ? { BENCH_ALLOC_FILE: opts.allocationFile } : {}),
           KAFKA_BROKERS: stackEnv.kafkaBrokers,
           ES_NODE: stackEnv.esNode,
           REDIS_URL: stackEnv.redisUrl,

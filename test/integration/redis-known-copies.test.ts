@@ -95,6 +95,16 @@ describe('RedisKnownCopies', () => {
     };
   }
 
+  /** A Redis ACL user that may do everything but run scripts, and a URL that logs in as it. */
+  async function userWithoutScripts(raw: Redis, name: string, password: string) {
+    const user = uniqueName(name);
+    await raw.acl('SETUSER', user, 'on', `>${password}`, '~*', '+@all', '-@scripting');
+    const url = new URL(redis.url);
+    url.username = user;
+    url.password = password;
+    return { user, url: url.toString() };
+  }
+
   it('answers the owners it was told, and nothing for ids it does not know', async () => {
     const s = store('g1');
     try {
@@ -151,14 +161,53 @@ describe('RedisKnownCopies', () => {
     }
   });
 
+  it('ids of any characters come back exactly from the script, the same marks a pipeline writes', async () => {
+    // Ids are any JSON string: separators, lookalikes of length prefixes and multi-byte
+    // characters must reach the same keys whichever way the marks are written.
+    const ids = [
+      '12:',
+      '3:abc',
+      'a|b',
+      'line\nbreak',
+      'tab\t:',
+      'é',
+      '日本語のid',
+      '🙂x',
+      ':',
+      '0',
+      `${'x'.repeat(300)}é`,
+    ];
+    const batch = ids.map((id, i) => ({ event: event(id), owner: `in/${i}/${1000 + i}` }));
+    const scripted = store('packed-script');
+    const raw = new Redis(redis.url);
+    const { user, url } = await userWithoutScripts(raw, 'packed-noscript', 'packed-pw');
+    const piped = store('packed-pipe', url);
+    try {
+      await waitFor('Redis up', () => scripted.health.usable && piped.health.usable, { timeoutMs: 5_000 });
+      await scripted.known.remember(batch);
+      await piped.known.remember(batch);
+      const expected = new Map(batch.map((b) => [b.event.id, b.owner]));
+      expect(await scripted.known.owners(batch.map((b) => b.event))).toEqual(expected);
+      expect(await piped.known.owners(batch.map((b) => b.event))).toEqual(expected);
+      expect(piped.lines.some((l) => /does not run scripts/.test(l.msg))).toBe(true);
+      for (const id of ids) {
+        const viaScript = await raw.get(`rxingest:owner:packed-script:${id}`);
+        expect(viaScript).toMatch(/^[^|]+\|in\//);
+        expect(viaScript).toBe(await raw.get(`rxingest:owner:packed-pipe:${id}`));
+        expect(await raw.pttl(`rxingest:owner:packed-script:${id}`)).toBeGreaterThan(50_000);
+      }
+    } finally {
+      scripted.close();
+      piped.close();
+      await raw.acl('DELUSER', user);
+      raw.disconnect();
+    }
+  });
+
   it('a Redis user that may not run scripts still gets its marks (a pipeline), with one warning', async () => {
     const raw = new Redis(redis.url);
-    const user = uniqueName('noscript');
-    await raw.acl('SETUSER', user, 'on', '>noscript-pw', '~*', '+@all', '-@scripting');
-    const url = new URL(redis.url);
-    url.username = user;
-    url.password = 'noscript-pw';
-    const s = store('noscript', url.toString());
+    const { user, url } = await userWithoutScripts(raw, 'noscript', 'noscript-pw');
+    const s = store('noscript', url);
     try {
       await waitFor('Redis up', () => s.health.usable, { timeoutMs: 5_000 });
       await s.known.remember([{ event: event('n1'), owner: 'in/0/1' }]);
