@@ -68,8 +68,8 @@ async function drainWith(
   o: { res: RunResources; cluster: BenchCluster; topic: string; n: number; capMs: number; pids: Pids },
   opts: ScaleOutOptions,
   logDir: string,
+  key = `s${k}`,
 ): Promise<Point> {
-  const key = `s${k}`;
   const group = o.res.name(`${key}-group`);
   const prefix = `${o.res.runId}:${key}:`;
   o.res.redisPrefixes.add(prefix);
@@ -177,21 +177,23 @@ export async function scaleOutBenchmark(opts: ScaleOutOptions): Promise<Section>
       `  ceiling: ${fmt(ceiling.rate, 0)} docs/s (batch ${ceiling.best.batch} × ${ceiling.best.concurrency})`,
     );
 
+    // Brokers started for this run are cold: in their first drain a JFR recording put 42% of
+    // their CPU in the JIT compiler threads. One unmeasured drain first, so the rows compare workers.
+    log('  warming the brokers up: one unmeasured drain by 1 worker …');
+    const drainOptions = { res, cluster, topic, n, capMs: quick ? 60_000 : 180_000, pids };
+    const warmUp = await drainWith(1, drainOptions, opts, logDir, 'warm');
+    log(`    warm-up ${fmt(warmUp.rate, 0)} docs/s (not reported as a row)`);
+
     const points: Point[] = [];
     for (const k of WORKERS) {
       log(`  ${k} worker(s) in one group: drain …`);
-      const p = await drainWith(
-        k,
-        { res, cluster, topic, n, capMs: quick ? 60_000 : 180_000, pids },
-        opts,
-        logDir,
-      );
+      const p = await drainWith(k, drainOptions, opts, logDir);
       log(
         `    ${fmt(p.rate, 0)} docs/s${p.drained ? '' : ' (did not drain in time)'}; done by worker ${p.doneBy.join(' / ')}`,
       );
       points.push(p);
     }
-    return section(opts, { n, ceiling, points, origin: cluster.origin });
+    return section(opts, { n, ceiling, points, origin: cluster.origin, warmUpRate: warmUp.rate });
   } finally {
     log('  cleaning up the run’s topics, indices, groups and Redis keys …');
     const problems = await res.cleanUp();
@@ -230,7 +232,7 @@ function cpuNote(cores: number, one: Point, best: Point): string {
 
 function section(
   opts: ScaleOutOptions,
-  r: { n: number; ceiling: CeilingResult; points: Point[]; origin: string },
+  r: { n: number; ceiling: CeilingResult; points: Point[]; origin: string; warmUpRate: number },
 ): Section {
   const one = r.points[0]!;
   const ceilingCpu: Record<string, number> = {};
@@ -290,6 +292,8 @@ function section(
         `(replication 3, min ISR 2) on ${r.origin}; Elasticsearch and Redis are the local stack's. Each row: a fresh group and fresh ` +
         'indices; all workers start together and the drain runs from the first record done to the moment the committed offsets ' +
         'reach every partition’s end, so the rebalances of a growing group are in it.',
+      `Before the rows, one worker drained the backlog once unmeasured (${fmt(r.warmUpRate, 0)} docs/s) so the brokers' JIT ` +
+        'was warm: brokers started for the run spent 42% of their CPU compiling in their first drain (a JFR recording).',
       `Records done by worker sum to more than the backlog when a rebalance moved a partition before its work was committed (the ` +
         'new owner does it again, as the contract allows: nothing is indexed twice).',
       cpuNote(opts.cores, one, best),
