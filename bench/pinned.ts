@@ -267,9 +267,14 @@ async function drainWithWorker(
   return { run, worker, name, window: { fromMs: first?.t ?? 0, toMs: endT } };
 }
 
-async function profileStages(ctx: Ctx, w: Workload, n: number): Promise<StageTime[] | undefined> {
+function profilesDir(ctx: Ctx): string {
   const dir = join(ctx.resultsDir, 'profiles');
   mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+async function profileStages(ctx: Ctx, w: Workload, n: number): Promise<StageTime[] | undefined> {
+  const dir = profilesDir(ctx);
   const r = await drainWithWorker(ctx, w, n, { cpuProfDir: dir });
   return Promise.resolve()
     .then(() => stagesOfProfileFile(cpuProfileOf(dir, r.name), r.window))
@@ -278,9 +283,7 @@ async function profileStages(ctx: Ctx, w: Workload, n: number): Promise<StageTim
 
 /** One more drain under the sampling allocation profiler: what the GC share above is made of. */
 async function profileAllocations(ctx: Ctx, w: Workload, n: number): Promise<AllocationRun | undefined> {
-  const dir = join(ctx.resultsDir, 'profiles');
-  mkdirSync(dir, { recursive: true });
-  const allocationFile = join(dir, `${ctx.runId}-allocations.heapprofile`);
+  const allocationFile = join(profilesDir(ctx), `${ctx.runId}-allocations.heapprofile`);
   const r = await drainWithWorker(ctx, w, n, { allocationFile });
   return summarizeAllocationFile(allocationFile)
     .then((summary) => ({ summary, docs: n, rate: r.run.rate }))

@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { packageOf, shortUrl } from './profile.js';
 import type { Table } from './report.js';
 import { fmt } from './stats.js';
 
@@ -26,11 +27,8 @@ export interface AllocationSummary {
 const PROBE_OWN = /^node:inspector|allocation-probe\.mjs$/;
 
 function ownerOf(url: string): string {
-  const nm = url.lastIndexOf('node_modules/');
-  if (nm >= 0) {
-    const parts = url.slice(nm + 'node_modules/'.length).split('/');
-    return parts[0]!.startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0]!;
-  }
+  const pkg = packageOf(url);
+  if (pkg !== undefined) return pkg;
   if (url.startsWith('node:')) return 'node';
   if (url === '') return '(V8 builtins: join, push, …)';
   const src = /\/(?:dist|src)\/([^/]+)\//.exec(url);
@@ -39,9 +37,7 @@ function ownerOf(url: string): string {
 
 function siteOf(node: AllocationNode): string {
   const { functionName, url, lineNumber } = node.callFrame;
-  const nm = url.lastIndexOf('node_modules/');
-  const file = nm >= 0 ? url.slice(nm + 'node_modules/'.length) : url.replace(/^.*\/(dist|src)\//, '$1/');
-  return `${functionName || '(anonymous)'} ${file ? `${file}:${lineNumber + 1}` : '(builtin)'}`;
+  return `${functionName || '(anonymous)'} ${url ? `${shortUrl(url)}:${lineNumber + 1}` : '(builtin)'}`;
 }
 
 /** Where the sampled bytes were allocated, by owner and by function, largest first. */
@@ -74,7 +70,7 @@ export async function summarizeAllocationFile(file: string, top?: number): Promi
   return summarizeAllocations(profile.head, top);
 }
 
-/** One drain's allocation summary, with the documents it did and its (slowed) rate. */
+/** One drain's allocation summary, with the documents it did and its rate (the profiler running). */
 export interface AllocationRun {
   readonly summary: AllocationSummary;
   readonly docs: number;

@@ -29,21 +29,27 @@ export interface ProfileSummary {
   readonly origins: SelfTime[];
 }
 
+/** The npm package a script URL belongs to (a scoped one whole), or undefined outside node_modules. */
+export function packageOf(url: string): string | undefined {
+  const nm = url.lastIndexOf('node_modules/');
+  if (nm < 0) return undefined;
+  const rest = url.slice(nm + 'node_modules/'.length).split('/');
+  return rest[0]!.startsWith('@') ? `${rest[0]}/${rest[1]}` : rest[0]!;
+}
+
 function origin(url: string, name: string): string {
   // V8's own entries are named in parentheses: (garbage collector), (idle), (program), (root).
   if (url === '') return name.startsWith('(') ? name : '(native)';
-  const nm = url.lastIndexOf('node_modules/');
-  if (nm >= 0) {
-    const rest = url.slice(nm + 'node_modules/'.length).split('/');
-    return rest[0]!.startsWith('@') ? `${rest[0]}/${rest[1]}` : rest[0]!;
-  }
+  const pkg = packageOf(url);
+  if (pkg !== undefined) return pkg;
   if (url.startsWith('node:')) return 'node internals';
   const src = url.search(/\/(src|bench|dist)\//);
   if (src >= 0) return url.slice(src + 1).replace(/\.(ts|js)$/, '');
   return url;
 }
 
-const shortUrl = (url: string): string => {
+/** A script URL from its package or our tree down: `kafkajs/src/…`, `dist/sinks/…`. */
+export const shortUrl = (url: string): string => {
   const nm = url.lastIndexOf('node_modules/');
   if (nm >= 0) return url.slice(nm + 'node_modules/'.length);
   const src = url.search(/\/(src|bench|dist)\//);

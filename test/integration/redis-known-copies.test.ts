@@ -162,7 +162,7 @@ describe('RedisKnownCopies', () => {
   });
 
   it('ids of any characters come back exactly from the script, the same marks a pipeline writes', async () => {
-    // Ids are any JSON string: separators, lookalikes of length prefixes and multi-byte
+    // Ids are any JSON string: separators, digits and colons, newlines and multi-byte
     // characters must reach the same keys whichever way the marks are written.
     const ids = [
       '12:',
@@ -178,10 +178,10 @@ describe('RedisKnownCopies', () => {
       `${'x'.repeat(300)}é`,
     ];
     const batch = ids.map((id, i) => ({ event: event(id), owner: `in/${i}/${1000 + i}` }));
-    const scripted = store('packed-script');
+    const scripted = store('hostile-script');
     const raw = new Redis(redis.url);
-    const { user, url } = await userWithoutScripts(raw, 'packed-noscript', 'packed-pw');
-    const piped = store('packed-pipe', url);
+    const { user, url } = await userWithoutScripts(raw, 'hostile-noscript', 'hostile-pw');
+    const piped = store('hostile-pipe', url);
     try {
       await waitFor('Redis up', () => scripted.health.usable && piped.health.usable, { timeoutMs: 5_000 });
       await scripted.known.remember(batch);
@@ -191,10 +191,10 @@ describe('RedisKnownCopies', () => {
       expect(await piped.known.owners(batch.map((b) => b.event))).toEqual(expected);
       expect(piped.lines.some((l) => /does not run scripts/.test(l.msg))).toBe(true);
       for (const id of ids) {
-        const viaScript = await raw.get(`rxingest:owner:packed-script:${id}`);
+        const viaScript = await raw.get(`rxingest:owner:hostile-script:${id}`);
         expect(viaScript).toMatch(/^[^|]+\|in\//);
-        expect(viaScript).toBe(await raw.get(`rxingest:owner:packed-pipe:${id}`));
-        expect(await raw.pttl(`rxingest:owner:packed-script:${id}`)).toBeGreaterThan(50_000);
+        expect(viaScript).toBe(await raw.get(`rxingest:owner:hostile-pipe:${id}`));
+        expect(await raw.pttl(`rxingest:owner:hostile-script:${id}`)).toBeGreaterThan(50_000);
       }
     } finally {
       scripted.close();
