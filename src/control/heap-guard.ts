@@ -15,23 +15,18 @@ export interface HeapChange {
   readonly high: boolean;
   readonly usedMb: number;
   readonly limitMb: number;
-  /** Why it resumed: the heap shrank, or the hold timed out with no major GC to tell. */
-  readonly reason: 'live-heap-high' | 'heap-shrank' | 'hold-timed-out';
+  /** Why it resumed: the heap shrank, or nothing is left in flight for the hold to wait for. */
+  readonly reason: 'live-heap-high' | 'heap-shrank' | 'drained';
 }
 
 export interface HeapGuardDeps {
   readonly clock: Clock;
   readonly read: () => HeapReading;
+  /** Records taken in and not finished yet, over every partition: what a hold waits for. */
+  readonly inFlight: () => number;
   readonly onChange: (change: HeapChange) => void;
 }
 
-/**
- * With no major GC for this long while held, intake resumes anyway: once the graphs have
- * drained, nothing allocates and V8 may not collect for a long time, so the heap in use
- * (garbage included) can stay above the resume line with nothing left to wait for. If the
- * live heap is still high, the next major GC holds intake again.
- */
-const MAX_HOLD_WITHOUT_GC_MS = 10_000;
 /** How often a held guard looks at the heap in use. */
 const CHECK_EVERY_MS = 250;
 
@@ -44,20 +39,22 @@ const mb = (bytes: number) => Math.round(bytes / (1024 * 1024));
  * partition (HIGH_WATER, HIGH_WATER_BYTES); this bounds what all partitions add up to,
  * whatever their number or their messages' sizes.
  *
- * The signal is the heap left alive by a major GC (garbage does not count); resuming
- * needs the heap in use, an upper bound of what is alive, to fall to the resume line.
+ * The signal is the heap left alive by a major GC (garbage does not count), with records
+ * in flight. Intake resumes once the heap in use, an upper bound of what is alive, falls to
+ * the resume line, or once nothing is in flight: holding then frees nothing more. The rest
+ * of the heap (clients, code, caches) is not the records', and a hold that waited for it
+ * to shrink would last for ever while major GCs kept coming; and once the graphs are idle,
+ * V8 may not collect at all, leaving garbage above the line. If the records taken in
+ * after resuming bring the live heap back up, the next major GC holds intake again.
  */
 export class HeapGuard {
   private high = false;
-  private lastMajorGcAt: number;
   private timer: TimerHandle | undefined;
 
   constructor(
     private readonly settings: HeapGuardSettings,
     private readonly deps: HeapGuardDeps,
-  ) {
-    this.lastMajorGcAt = deps.clock.now();
-  }
+  ) {}
 
   get isHigh(): boolean {
     return this.high;
@@ -65,9 +62,8 @@ export class HeapGuard {
 
   /** Called after each major (mark-compact) GC. */
   afterMajorGc(): void {
-    this.lastMajorGcAt = this.deps.clock.now();
     const r = this.deps.read();
-    if (!this.high && r.usedBytes >= this.settings.pauseRatio * r.limitBytes) {
+    if (!this.high && r.usedBytes >= this.settings.pauseRatio * r.limitBytes && this.deps.inFlight() > 0) {
       this.change(true, r, 'live-heap-high');
       this.schedule();
     } else this.check();
@@ -82,8 +78,7 @@ export class HeapGuard {
     if (!this.high) return;
     const r = this.deps.read();
     if (r.usedBytes <= this.settings.resumeRatio * r.limitBytes) this.change(false, r, 'heap-shrank');
-    else if (this.deps.clock.now() - this.lastMajorGcAt >= MAX_HOLD_WITHOUT_GC_MS)
-      this.change(false, r, 'hold-timed-out');
+    else if (this.deps.inFlight() === 0) this.change(false, r, 'drained');
   }
 
   private schedule(): void {

@@ -63,6 +63,8 @@ export interface WorkerPushbackOptions {
   readonly admin: Admin;
   /** The worker's Redis client, or undefined: producer limits and hot clients off. */
   readonly redis?: Redis;
+  /** Records taken in and not finished yet, over every partition (the memory hold waits for them). */
+  readonly inFlight: () => number;
   readonly hooks?: PushbackHooks;
 }
 
@@ -112,6 +114,7 @@ export class WorkerPushback {
     this.heap = new HeapGuard(s.heap, {
       clock: systemClock,
       read: v8HeapReader(),
+      inFlight: o.inFlight,
       onChange: (change) => hooks.onHeapChange?.(change),
     });
     this.redisBreaker = new CircuitBreaker(

@@ -82,6 +82,13 @@ export class PartitionRegistry {
     return this.slots.get(key(topic, partition))?.runner;
   }
 
+  /** Records taken in and not finished yet, over every partition this worker runs. */
+  get unfinished(): number {
+    let n = 0;
+    for (const s of this.slots.values()) n += s.runner.unfinished;
+    return n;
+  }
+
   get partitions(): readonly { topic: string; partition: number }[] {
     return [...this.slots.values()].map(({ topic, partition }) => ({ topic, partition }));
   }

@@ -101,6 +101,11 @@ export class PartitionRunner {
     return this.accepting;
   }
 
+  /** Records taken in and not finished (committed or given up) yet. */
+  get unfinished(): number {
+    return this.tracker.unfinished;
+  }
+
   /** The first offset this runner took in (a record or a gap), if any. */
   get firstTaken(): string | undefined {
     return this.first;

@@ -50,7 +50,7 @@ export function pushbackReactions({ metrics, log, holds }: PushbackReactionsDeps
           fields,
           reason === 'heap-shrank'
             ? `heap down to ${usedMb} of ${limitMb} MB: intake resumed`
-            : `no major GC for a while at ${usedMb} of ${limitMb} MB in use: intake resumed`,
+            : `nothing left in flight at ${usedMb} of ${limitMb} MB in use: intake resumed`,
         );
     },
 

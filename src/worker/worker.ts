@@ -137,6 +137,8 @@ export async function startWorker({
     kafka,
     admin,
     redis,
+    // Read only once started, after the registry below exists.
+    inFlight: (): number => registry.unfinished,
     hooks: pushbackReactions({ metrics, log: pushbackLog, holds }),
   });
 

@@ -55,6 +55,7 @@ describe('WorkerPushback: the mechanisms wired together (real Kafka and Redis)',
       kafka,
       admin,
       redis,
+      inFlight: () => 0,
       hooks: {
         onShedChange: (c) => shedChanges.push(c),
         onBreakerChange: (c) => breakerChanges.push(c),

@@ -43,3 +43,29 @@ export function spawnWorker(env: Record<string, string>, name: string): WorkerPr
   });
   return { child, logFile, exited, maxRssMb: () => maxRss };
 }
+
+/** The last lines of a worker's log, for a failure message. */
+export function logTail(worker: WorkerProcess, lines = 15): string {
+  try {
+    return readFileSync(worker.logFile, 'utf8')
+      .trimEnd()
+      .split('\n')
+      .slice(-lines)
+      .map((l) => l.slice(0, 400))
+      .join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+/**
+ * `work` (a wait on some condition), failed at once if the worker exits first: a polling wait
+ * would otherwise go on until its own timeout, and a test timeout says nothing of why.
+ */
+export async function whileRunning<T>(worker: WorkerProcess, what: string, work: Promise<T>): Promise<T> {
+  const died = worker.exited.then((code) => {
+    throw new Error(`the worker exited (${code}) while ${what}; ${worker.logFile} ends:\n${logTail(worker)}`);
+  });
+  died.catch(() => {}); // the race below reports it, or the work finished first
+  return Promise.race([work, died]);
+}

@@ -10,19 +10,26 @@ import { ManualClock } from '../../support/manual-clock.js';
 
 const MB = 1024 * 1024;
 
-/** A guard over a heap whose use the test sets; limit 100 MB, pause at 70%, resume at 50%. */
+/**
+ * A guard over a heap whose use the test sets, and records in flight it sets too (some, unless
+ * told); limit 100 MB, pause at 70%, resume at 50%.
+ */
 function setUp() {
   const clock = new ManualClock();
   const heap = { usedBytes: 0, limitBytes: 100 * MB };
+  const work = { inFlight: 500 };
   const changes: HeapChange[] = [];
   const guard = new HeapGuard(
     { pauseRatio: 0.7, resumeRatio: 0.5 },
-    { clock, read: () => ({ ...heap }), onChange: (c) => changes.push(c) },
+    { clock, read: () => ({ ...heap }), inFlight: () => work.inFlight, onChange: (c) => changes.push(c) },
   );
   const use = (mb: number) => {
     heap.usedBytes = mb * MB;
   };
-  return { clock, guard, changes, use };
+  const inFlight = (n: number) => {
+    work.inFlight = n;
+  };
+  return { clock, guard, changes, use, inFlight };
 }
 
 describe('HeapGuard', () => {
@@ -85,18 +92,63 @@ describe('HeapGuard', () => {
     expect(guard.isHigh).toBe(true);
   });
 
-  it('with no major GC for 10 s while held, resumes anyway (nothing may allocate to trigger one)', async () => {
-    const { clock, guard, changes, use } = setUp();
+  it('stays held with no major GC for a long time while records are in flight', async () => {
+    const { clock, guard, use } = setUp();
     use(90);
     guard.afterMajorGc();
-    await clock.advance(9_900);
+    await clock.advance(120_000);
     expect(guard.isHigh).toBe(true);
-    await clock.advance(200);
+  });
+
+  it('resumes once nothing is in flight, the heap still above the resume line: holding frees nothing more', async () => {
+    const { clock, guard, changes, use, inFlight } = setUp();
+    use(90);
+    guard.afterMajorGc();
+    use(62);
+    inFlight(3);
+    await clock.advance(1_000);
+    expect(guard.isHigh).toBe(true);
+    inFlight(0);
+    await clock.advance(250);
     expect(guard.isHigh).toBe(false);
-    expect(changes.at(-1)?.reason).toBe('hold-timed-out');
-    // The next major GC that finds it high holds again.
+    expect(changes.at(-1)).toEqual({ high: false, usedMb: 62, limitMb: 100, reason: 'drained' });
+    expect(clock.pending).toBe(0);
+  });
+
+  it('drained, with major GCs every second leaving 62 MB alive, is not held for ever', async () => {
+    // The rest of the heap (clients, code, caches) is no record's: waiting for it to fall
+    // to the resume line, with GCs coming, would hold intake for good.
+    const { clock, guard, use, inFlight } = setUp();
+    use(75);
+    guard.afterMajorGc();
+    inFlight(0);
+    use(62);
+    for (let i = 0; i < 5; i++) {
+      await clock.advance(1_000);
+      guard.afterMajorGc();
+    }
+    expect(guard.isHigh).toBe(false);
+  });
+
+  it('holds again at the next major GC once records taken in after resuming bring the live heap back up', async () => {
+    const { clock, guard, changes, use, inFlight } = setUp();
+    use(80);
+    guard.afterMajorGc();
+    inFlight(0);
+    await clock.advance(250);
+    inFlight(800);
     guard.afterMajorGc();
     expect(guard.isHigh).toBe(true);
+    expect(changes.map((c) => c.reason)).toEqual(['live-heap-high', 'drained', 'live-heap-high']);
+  });
+
+  it('does not hold for a high heap with nothing in flight: it is not the records', () => {
+    const { guard, changes, use, inFlight } = setUp();
+    inFlight(0);
+    use(90);
+    guard.afterMajorGc();
+    expect(guard.isHigh).toBe(false);
+    expect(changes).toEqual([]);
   });
 
   it('stop() clears its timer', () => {

@@ -92,6 +92,15 @@ describe('push-back reactions in the worker', () => {
       'heap near its limit (170 of 240 MB alive after a major GC): intake paused on every partition until in-flight work is done',
       'heap down to 110 of 240 MB: intake resumed',
     ]);
+
+    hooks.onHeapChange!({ high: true, usedMb: 175, limitMb: 240, reason: 'live-heap-high' });
+    hooks.onHeapChange!({ high: false, usedMb: 150, limitMb: 240, reason: 'drained' });
+    expect(paused()).toEqual(['orders[0]']);
+    expect(lines.at(-1)).toMatchObject({
+      level: 30,
+      reason: 'drained',
+      msg: 'nothing left in flight at 150 of 240 MB in use: intake resumed',
+    });
   });
 
   it('shedding pauses only the topic’s partitions; a breaker and a shed hold one partition independently', async () => {
