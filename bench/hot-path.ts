@@ -5,10 +5,13 @@
  *   windowed seen-set       one hash lookup per admitted key (a Set that grows or not) against
  *                           two (Map has, then set), on the same ids
  *   create action lines     serialised once as a string against JSON.stringify of the object
+ *   kafkajs record decode   the installed (patched) decoder and offset filter against
+ *                           kafkajs 2.2.4's as published, on a batch of 500 events
  *
  * In-memory, no servers. Run it pinned (`taskset -c 1 npm run bench -- --only hotpath`) to
  * keep the scheduler out of the figures.
  */
+import { createRequire } from 'node:module';
 import { createWindowedSeenSet } from '../src/operators/distinct-within.js';
 import { createActionLine } from '../src/sinks/elasticsearch-bulk.js';
 import type { Section } from './lib/report.js';
@@ -22,7 +25,7 @@ export interface HotPathOptions {
 interface Variant {
   readonly label: string;
   /** Does the work once over the inputs; returns how many items it did (ns per item is reported). */
-  readonly run: () => number;
+  readonly run: () => number | Promise<number>;
 }
 
 interface Case {
@@ -99,36 +102,121 @@ function actionLineCase(): Case {
   };
 }
 
+/**
+ * A fetched record batch of 500 events (kafkajs's own encoder, the generator's shape of
+ * value, a client key), decoded into records and filtered by the fetched offset the way a
+ * consumer's Batch does: the installed (patched) kafkajs against 2.2.4 as published.
+ */
+async function kafkaDecodeCase(): Promise<Case> {
+  const require = createRequire(import.meta.url);
+  const Long = require('kafkajs/src/utils/long') as { fromValue(v: string): unknown };
+  const Decoder = require('kafkajs/src/protocol/decoder') as new (b: Buffer) => { offset: number };
+  const { RecordBatch } = require('kafkajs/src/protocol/recordBatch/v0') as {
+    RecordBatch: (o: object) => Promise<{ buffer: Buffer }>;
+  };
+  const Record = require('kafkajs/src/protocol/recordBatch/record/v0') as (o: object) => unknown;
+  const decodeBatch = require('kafkajs/src/protocol/recordBatch/v0/decoder') as (
+    d: object,
+  ) => Promise<{ records: { offset: string }[] } & Record<string, unknown>>;
+  const Batch = require('kafkajs/src/consumer/batch.js') as new (
+    topic: string,
+    fetchedOffset: string,
+    data: object,
+  ) => { messagesWithinOffset: unknown[] };
+  const published = require('../test/support/kafkajs-2.2.4/record-decode.original.cjs') as {
+    decodeRecords(d: object, ctx: object): { offset: string }[];
+    withinOffset(messages: { offset: string }[], fetchedOffset: string): unknown[];
+  };
+  const n = 500;
+  const firstOffset = '1834567';
+  const ts = 1_796_000_000_000;
+  const { buffer } = await RecordBatch({
+    firstOffset: Long.fromValue(firstOffset),
+    firstTimestamp: ts,
+    maxTimestamp: ts + n,
+    lastOffsetDelta: n - 1,
+    records: Array.from({ length: n }, (_, i) =>
+      Record({
+        offsetDelta: i,
+        timestampDelta: i,
+        key: Buffer.from(`c-${i % 97}`),
+        value: Buffer.from(
+          JSON.stringify({
+            id: `evt-${i}-7f3a9c`,
+            clientId: `c-${i % 97}`,
+            type: 'event',
+            name: 'page_view',
+            ts: new Date(ts + i).toISOString(),
+            data: { path: `/p/${i}`, ms: i % 300 },
+          }),
+        ),
+      }),
+    ),
+  });
+  // The records' count follows the batch header (57 bytes: offset, length, epoch, magic, crc,
+  // attributes, last offset delta, two timestamps, producer id and epoch, first sequence).
+  const recordsAt = 57;
+  const context = { ...(await decodeBatch(new Decoder(buffer))), magicByte: 2 };
+  delete (context as { records?: unknown }).records;
+  const partition = (messages: unknown[]) => ({ partition: 0, highWatermark: '0', messages });
+  let sink = 0;
+  return {
+    name: 'kafkajs record decode + fetched-offset filter',
+    unit: 'record',
+    reps: 40,
+    now: {
+      label: 'installed kafkajs (patched: Numbers, in place)',
+      run: async () => {
+        const { records } = await decodeBatch(new Decoder(buffer));
+        sink += new Batch('t', firstOffset, partition(records)).messagesWithinOffset.length;
+        return n;
+      },
+    },
+    before: {
+      label: 'kafkajs 2.2.4 as published (Longs, a slice per record)',
+      run: async () => {
+        const d = new Decoder(buffer);
+        d.offset = recordsAt;
+        const records = published.decodeRecords(d, context);
+        if (records.at(-1)?.offset !== String(BigInt(firstOffset) + BigInt(n - 1)))
+          throw new Error('the published decoder did not read the batch');
+        sink += published.withinOffset(records, firstOffset).length;
+        return n + (sink < 0 ? 1 : 0);
+      },
+    },
+  };
+}
+
 // ------------------------------------------------------------------ the run
 
 /** ns per item of `v`, over `reps` runs. */
-function time(v: Variant, reps: number): number {
+async function time(v: Variant, reps: number): Promise<number> {
   let items = 0;
   const t0 = process.hrtime.bigint();
-  for (let i = 0; i < reps; i++) items += v.run();
+  for (let i = 0; i < reps; i++) items += await v.run();
   return Number(process.hrtime.bigint() - t0) / items;
 }
 
-export function hotPathBenchmark(o: HotPathOptions): Section {
+export async function hotPathBenchmark(o: HotPathOptions): Promise<Section> {
   const rounds = o.quick ? 3 : 9;
-  const cases = [seenSetCase(), actionLineCase()];
+  const cases = [seenSetCase(), actionLineCase(), await kafkaDecodeCase()];
   const rows: { name: string; unit: string; now: string; before: string; nowNs: number; beforeNs: number }[] =
     [];
   for (const c of cases) {
     for (let i = 0; i < 3; i++) {
-      c.now.run();
-      c.before.run();
+      await c.now.run();
+      await c.before.run();
     }
     const reps = o.quick ? Math.max(1, c.reps / 4) : c.reps;
     const now: number[] = [];
     const before: number[] = [];
     for (let r = 0; r < rounds; r++) {
       if (r % 2 === 0) {
-        now.push(time(c.now, reps));
-        before.push(time(c.before, reps));
+        now.push(await time(c.now, reps));
+        before.push(await time(c.before, reps));
       } else {
-        before.push(time(c.before, reps));
-        now.push(time(c.now, reps));
+        before.push(await time(c.before, reps));
+        now.push(await time(c.now, reps));
       }
     }
     const row = {

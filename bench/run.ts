@@ -189,7 +189,7 @@ async function main(): Promise<void> {
 
   if (only.has('hotpath')) {
     log('\n[hotpath] per-record hot paths against what they replaced …');
-    const s = hotPathBenchmark({ quick, log });
+    const s = await hotPathBenchmark({ quick, log });
     sections.push(s);
     show(s);
   }
