@@ -5,6 +5,7 @@
  *   windowed seen-set       one hash lookup per admitted key (a Set that grows or not) against
  *                           two (Map has, then set), on the same ids
  *   create action lines     serialised once as a string against JSON.stringify of the object
+ *   latency histogram       prom-client's observe bound once against its unlabelled call
  *   kafkajs record decode   the installed (patched) decoder and offset filter against
  *                           kafkajs 2.2.4's as published, on a batch of 500 events
  *
@@ -12,6 +13,7 @@
  * keep the scheduler out of the figures.
  */
 import { createRequire } from 'node:module';
+import { Histogram } from 'prom-client';
 import { createWindowedSeenSet } from '../src/operators/distinct-within.js';
 import { createActionLine } from '../src/sinks/elasticsearch-bulk.js';
 import type { Section } from './lib/report.js';
@@ -97,6 +99,39 @@ function actionLineCase(): Case {
       run: () => {
         for (const id of ids) sink += JSON.stringify({ create: { _index: index, _id: id } }).length;
         return ids.length + (sink < 0 ? 1 : 0);
+      },
+    },
+  };
+}
+
+/** The end-to-end latency histogram, observed once per document: bound once, or as prom-client's unlabelled call. */
+function latencyHistogramCase(): Case {
+  const histogram = (name: string) =>
+    new Histogram({
+      name,
+      help: 'bench',
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [],
+    });
+  const seconds = Array.from({ length: 10_000 }, (_, i) => ((i * 7919) % 3_000) / 1000);
+  const plain = histogram('bench_plain');
+  const bound = histogram('bench_bound').labels().observe;
+  return {
+    name: 'latency histogram observe',
+    unit: 'observation',
+    reps: 20,
+    now: {
+      label: 'bound once (labels().observe)',
+      run: () => {
+        for (const v of seconds) bound(v);
+        return seconds.length;
+      },
+    },
+    before: {
+      label: 'histogram.observe(value)',
+      run: () => {
+        for (const v of seconds) plain.observe(v);
+        return seconds.length;
       },
     },
   };
@@ -199,7 +234,7 @@ async function time(v: Variant, reps: number): Promise<number> {
 
 export async function hotPathBenchmark(o: HotPathOptions): Promise<Section> {
   const rounds = o.quick ? 3 : 9;
-  const cases = [seenSetCase(), actionLineCase(), await kafkaDecodeCase()];
+  const cases = [seenSetCase(), actionLineCase(), latencyHistogramCase(), await kafkaDecodeCase()];
   const rows: { name: string; unit: string; now: string; before: string; nowNs: number; beforeNs: number }[] =
     [];
   for (const c of cases) {

@@ -68,6 +68,10 @@ describe('adaptive concurrency in a running worker', () => {
     const expected = p.expected();
     const d = await p.assertContract(expected);
     const secondHalf = limits.slice(Math.floor(limits.length / 2));
+    // A cut shows as a sample below the one before it. The limit may first grow past where it
+    // started (a CI run went 16 → 18 before the refusals, then was cut to 16), so "below the
+    // start" is not the sign of a cut.
+    const cuts = limits.filter((v, i) => i > 0 && v < limits[i - 1]!).length;
     const report = {
       messages: MESSAGES,
       tookMs,
@@ -78,6 +82,7 @@ describe('adaptive concurrency in a running worker', () => {
       limitMin: Math.min(...limits),
       limitMax: Math.max(...limits),
       limitEnd: limits.at(-1),
+      cuts,
       secondHalfBand: [Math.min(...secondHalf), Math.max(...secondHalf)],
       samples: limits.length,
       series: limits,
@@ -87,7 +92,7 @@ describe('adaptive concurrency in a running worker', () => {
     process.stdout.write(`[pushback-concurrency] ${JSON.stringify(report)}\n`);
     expect(refused, 'write operations Elasticsearch refused with 429').toBeGreaterThan(0);
     expect(itemRetries, 'items refused inside 200 answers, retried').toBeGreaterThan(0);
-    expect(Math.min(...limits), 'the limit came down from where it started').toBeLessThan(INITIAL);
+    expect(cuts, 'the limit was cut while Elasticsearch refused items').toBeGreaterThan(0);
     expect(linesStarting(w, 'Elasticsearch circuit breaker open'), 'load refusals are not failures').toEqual(
       [],
     );
