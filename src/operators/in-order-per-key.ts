@@ -103,7 +103,8 @@ export function inOrderPerKey<T, K, R>(
       };
 
       const becomeIdle = (key: K, lane: Lane<T>): void => {
-        lane.queue = [];
+        // Drained: every slot is undefined already, so the array is kept for the next values.
+        lane.queue.length = 0;
         lane.head = 0;
         if (sourceDone) {
           closeLane(key, lane);
