@@ -9,6 +9,7 @@ import { createElasticsearch } from '../clients/elasticsearch.js';
 import { createKafka } from '../clients/kafka.js';
 import { ConfigError, loadConfig } from '../config/config.js';
 import { redactUrl } from '../config/redact-url.js';
+import { setHeapGrowth } from '../control/heap-growth.js';
 import { runProducer } from '../generator/produce.js';
 import { describeWorkload, workloadRecords } from '../generator/workload.js';
 import { createLogger } from '../log/logger.js';
@@ -80,6 +81,7 @@ export function demoCommand(): Command {
         pino.destination({ dest: logFile, sync: false }),
       );
       say(`worker log: ${logFile}`);
+      setHeapGrowth(config.control.heapGrowthPercent);
       const worker = await startWorker({ config, log }).catch((err: Error) => {
         // e.g. HTTP_PORT in use by another worker: one line, not a stack trace.
         say(`rxingest demo: could not start the worker: ${err.message}`);

@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { ConfigError, configVariables, loadConfig } from '../config/config.js';
 import { FILE_VARIABLES, securityVariables } from '../config/security.js';
+import { setHeapGrowth } from '../control/heap-growth.js';
 import { createLogger } from '../log/logger.js';
 import { secretScrubber, secretValues } from '../log/secrets.js';
 import { startWorker } from '../worker/worker.js';
@@ -37,6 +38,8 @@ export function workerCommand(): Command {
         }
         throw err;
       }
+      // Process-wide, so set here at the edge, before anything allocates much.
+      setHeapGrowth(config.control.heapGrowthPercent);
       const secrets = secretValues(config);
       const scrub = secretScrubber(secrets);
       const log = createLogger({ level: config.logLevel, secrets });

@@ -60,6 +60,8 @@ export interface ControlSettings {
   readonly concurrency: AdaptiveConcurrencySettings;
   /** Memory push-back: intake held while the live heap is near V8's limit (HEAP_*). */
   readonly heap: HeapGuardSettings;
+  /** How far past what is alive V8's old generation may grow before the next major GC, in %; 0: V8's choice. */
+  readonly heapGrowthPercent: number;
   readonly breaker: CircuitBreakerSettings;
   readonly shedding: {
     /** Topics not listed are `high`: only topics named `low` are ever shed automatically. */
@@ -176,6 +178,7 @@ export const controlSchema = {
     decimal('a share of the heap limit above 0 and below 1 (e.g. 0.5)', (n) => n > 0 && n < 1),
     '0.5',
   ],
+  HEAP_GROWTH_PERCENT: [int(0, 1_000), '100'],
   TOPIC_PRIORITIES: [priorities, ''],
   SHED_LAG_HIGH: [int(0, 1e12), '100000'],
   SHED_LAG_LOW: [int(0, 1e12), '20000'],
@@ -256,6 +259,7 @@ export function controlSettings(r: ControlRaw): ControlSettings {
       ewmaAlpha: 0.4,
     },
     heap: { pauseRatio: r.HEAP_PAUSE_RATIO, resumeRatio: r.HEAP_RESUME_RATIO },
+    heapGrowthPercent: r.HEAP_GROWTH_PERCENT,
     breaker: {
       windowMs: r.BREAKER_WINDOW_MS,
       minRequests: r.BREAKER_MIN_REQUESTS,

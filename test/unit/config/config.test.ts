@@ -143,6 +143,7 @@ describe('loadConfig: a bad value is one line naming the variable, the value and
     ['BREAKER_PROBES', '0', 'a whole number from 1 to 1000'],
     ['HEAP_PAUSE_RATIO', '1.5', 'a share of the heap limit above 0 and at most 1'],
     ['HEAP_RESUME_RATIO', '1', 'a share of the heap limit above 0 and below 1'],
+    ['HEAP_GROWTH_PERCENT', '50%', 'a whole number from 0 to 1000'],
     ['TOPIC_PRIORITIES', 'ingest.events:urgent', 'topic:priority pairs, priority high or low'],
     ['SHED_LAG_HIGH', 'lots', 'a whole number from 0 to 1000000000000'],
     ['SHED_LAG_LOW', '-1', 'a whole number from 0 to 1000000000000'],

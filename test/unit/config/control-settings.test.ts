@@ -32,6 +32,7 @@ describe('push-back settings', () => {
     expect(c.hotClients.enterRatePerSec).toBeGreaterThan(c.hotClients.leaveRatePerSec);
     expect(c.keyPrefix).toBe('rxingest:control:');
     expect(c.heap).toEqual({ pauseRatio: 0.7, resumeRatio: 0.5 });
+    expect(c.heapGrowthPercent).toBe(100);
   });
 
   it('parses topic priorities for input topics', () => {
