@@ -119,17 +119,21 @@ describe('RedisKnownCopies', () => {
           ['b', 'in/1/7'],
         ]),
       );
+      // One hash per generation of the TTL: read for one to two TTLs, expiring a minute after.
       const raw = new Redis(redis.url);
-      const ttl = await raw.pttl('rxingest:owner:g1:a');
+      const key = s.known.generationKey(Math.floor(Date.now() / 60_000));
+      const ttl = await raw.pttl(key);
+      const mark = await raw.hget(key, 'a');
       raw.disconnect();
-      expect(ttl).toBeGreaterThan(50_000);
-      expect(ttl).toBeLessThanOrEqual(60_000);
+      expect(mark).toMatch(/^[^|]+\|in\/0\/1$/);
+      expect(ttl).toBeGreaterThan(60_000);
+      expect(ttl).toBeLessThanOrEqual(180_000);
     } finally {
       s.close();
     }
   });
 
-  it('writes a batch of marks in one script, and loads the script again after SCRIPT FLUSH', async () => {
+  it('writes a batch of marks with one HSET, looks a batch up with one script, and loads the script again after SCRIPT FLUSH', async () => {
     const s = store('scripted');
     const raw = new Redis(redis.url);
     try {
@@ -142,15 +146,18 @@ describe('RedisKnownCopies', () => {
       });
       const batch = Array.from({ length: 200 }, (_, i) => ({ event: event(`s${i}`), owner: `in/0/${i}` }));
       await s.known.remember(batch);
+      expect((await s.known.owners(batch.map((b) => b.event))).size).toBe(200);
       await waitFor('the script seen', () => sent.some((c) => c === 'evalsha' || c === 'eval'), {
         timeoutMs: 5_000,
       });
       monitor.disconnect();
-      // One script run (EVALSHA, and EVAL the first time after NOSCRIPT), no SET per mark.
-      expect(sent.filter((c) => c === 'set')).toHaveLength(0);
+      // One HSET (with its PEXPIREAT), one script run (EVALSHA, and EVAL the first time after NOSCRIPT): nothing per mark.
+      expect(sent.filter((c) => c === 'hset')).toHaveLength(1);
+      expect(sent.filter((c) => c === 'set' || c === 'get' || c === 'mget' || c === 'hmget')).toHaveLength(0);
       expect(sent.filter((c) => c === 'evalsha' || c === 'eval').length).toBeLessThanOrEqual(2);
-      expect((await s.known.owners(batch.map((b) => b.event))).size).toBe(200);
-      expect(await raw.pttl('rxingest:owner:scripted:s199')).toBeGreaterThan(50_000);
+      const key = s.known.generationKey(Math.floor(Date.now() / 60_000));
+      expect(await raw.hlen(key)).toBe(200);
+      expect(await raw.pttl(key)).toBeGreaterThan(60_000);
 
       await raw.script('FLUSH');
       await s.known.remember([{ event: event('after-flush'), owner: 'in/0/999' }]);
@@ -161,7 +168,7 @@ describe('RedisKnownCopies', () => {
     }
   });
 
-  it('ids of any characters come back exactly from the script, the same marks a pipeline writes', async () => {
+  it('ids of any characters come back exactly, looked up by the script or by a pipeline', async () => {
     // Ids are any JSON string: separators, digits and colons, newlines and multi-byte
     // characters must reach the same keys whichever way the marks are written.
     const ids = [
@@ -190,11 +197,11 @@ describe('RedisKnownCopies', () => {
       expect(await scripted.known.owners(batch.map((b) => b.event))).toEqual(expected);
       expect(await piped.known.owners(batch.map((b) => b.event))).toEqual(expected);
       expect(piped.lines.some((l) => /does not run scripts/.test(l.msg))).toBe(true);
+      const generation = Math.floor(Date.now() / 60_000);
       for (const id of ids) {
-        const viaScript = await raw.get(`rxingest:owner:hostile-script:${id}`);
-        expect(viaScript).toMatch(/^[^|]+\|in\//);
-        expect(viaScript).toBe(await raw.get(`rxingest:owner:hostile-pipe:${id}`));
-        expect(await raw.pttl(`rxingest:owner:hostile-script:${id}`)).toBeGreaterThan(50_000);
+        const mark = await raw.hget(scripted.known.generationKey(generation), id);
+        expect(mark).toMatch(/^[^|]+\|in\//);
+        expect(mark).toBe(await raw.hget(piped.known.generationKey(generation), id));
       }
     } finally {
       scripted.close();
@@ -204,7 +211,7 @@ describe('RedisKnownCopies', () => {
     }
   });
 
-  it('a Redis user that may not run scripts still gets its marks (a pipeline), with one warning', async () => {
+  it('a Redis user that may not run scripts still finds its marks (looked up by a pipeline), with one warning', async () => {
     const raw = new Redis(redis.url);
     const { user, url } = await userWithoutScripts(raw, 'noscript', 'noscript-pw');
     const s = store('noscript', url);

@@ -94,7 +94,16 @@ describe('the Redis circuit breaker around the owner marks', () => {
     expect(m.fallbacks.slice(10)).toEqual(Array(3).fill('mark:connection'));
   });
 
-  it('a marking script that timed out is a failure', async () => {
+  it('a lookup script that timed out is a failure', async () => {
+    const m = marks();
+    m.fake.state.mode = 'timeout';
+    for (let i = 0; i < 3; i++) expect(await m.known.owners([event(`t${i}`)])).toEqual(new Map());
+    expect(m.breaker.state).toBe('open');
+    expect(m.fallbacks).toEqual(Array(3).fill('lookup:timeout'));
+    expect(m.healthFailures).toHaveLength(3);
+  });
+
+  it('a pipeline whose commands timed out is a failure, though exec() resolved (as ioredis answers a frozen Redis)', async () => {
     const m = marks();
     m.fake.state.mode = 'timeout';
     for (let i = 0; i < 3; i++) await m.known.remember([{ event: event(`t${i}`), owner: 'in/0/1' }]);
@@ -103,14 +112,15 @@ describe('the Redis circuit breaker around the owner marks', () => {
     expect(m.healthFailures).toHaveLength(3);
   });
 
-  it('a pipeline whose commands timed out is a failure, though exec() resolved (as ioredis answers a frozen Redis)', async () => {
+  it('the lookups of a user not allowed scripts (a pipeline) fail the same way', async () => {
     const m = marks();
-    m.fake.state.scripts = false; // a user not allowed scripts: the marks go in a pipeline
+    m.fake.state.scripts = false;
+    await m.known.remember([{ event: event('a'), owner: 'in/0/1' }]);
+    expect((await m.known.owners([event('a')])).get('a')).toBe('in/0/1');
     m.fake.state.mode = 'timeout';
-    for (let i = 0; i < 3; i++) await m.known.remember([{ event: event(`t${i}`), owner: 'in/0/1' }]);
+    for (let i = 0; i < 3; i++) expect(await m.known.owners([event('a')])).toEqual(new Map());
     expect(m.breaker.state).toBe('open');
-    expect(m.fallbacks).toEqual(Array(3).fill('mark:timeout'));
-    expect(m.healthFailures).toHaveLength(3);
+    expect(m.fallbacks).toEqual(Array(3).fill('lookup:timeout'));
   });
 
   it('names failures by their cause', () => {
