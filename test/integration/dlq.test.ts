@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Client } from '@elastic/elasticsearch';
 import type { Admin, Kafka } from 'kafkajs';
@@ -12,9 +13,10 @@ const LARGE_LIMIT = '1048576';
 /**
  * `rxingest dlq` on the real stack: events dead-lettered because MAX_MESSAGE_BYTES was too
  * small (some of them too large for the DLQ topic too, so the dead letter holds a truncated
- * copy) are indexed, and trigger once, after the limit is raised and `dlq replay --class
- * too-large` runs; a second replay changes no count in Elasticsearch or the triggers topic;
- * records still poison are not put back, and a forced replay of one counts its attempts.
+ * copy, sent in the same commit as the triggers of the events before them) are indexed, and
+ * trigger once, after the limit is raised and `dlq replay --class too-large` runs; a second
+ * replay changes no count in Elasticsearch or the triggers topic; records still poison are
+ * not put back, and a forced replay of one counts its attempts.
  */
 describe('rxingest dlq on the real stack', () => {
   let kafka: Kafka;
@@ -23,6 +25,9 @@ describe('rxingest dlq on the real stack', () => {
   let setup: Awaited<ReturnType<typeof pipeline>>;
   const large: string[] = [];
   const small: string[] = [];
+  /** The 300 kB originals (too large for the DLQ topic), by id. */
+  const oversized = new Map<string, string>();
+  let workerLog: string;
 
   const counts = async () => {
     await es.indices.refresh({ index: setup.names.events });
@@ -55,28 +60,18 @@ describe('rxingest dlq on the real stack', () => {
         ts: '2026-11-30T12:00:00.000Z',
         data: { note: 'x'.repeat(pad) },
       });
-    const send = async (messages: { key: string; value: string }[]) => {
-      const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-      await producer.connect();
-      for (const m of messages) await producer.send({ topic: setup.names.topic, messages: [m] });
-      await producer.disconnect();
-    };
     const valid: { key: string; value: string }[] = [];
     for (let i = 0; i < 20; i++) {
       const id = randomUUID();
       small.push(id);
       valid.push({ key: `c-${i % 5}`, value: event(id, `c-${i % 5}`, 10) });
     }
-    // The valid events are committed first, in their own transactions: a commit that also
-    // carries a dead letter too large for the DLQ topic loses its triggers in the current
-    // worker (see the report), which is not what this test is about.
-    await send(valid);
-    await runWorkerUntilCaughtUp(admin, setup.env, setup.names, `${setup.names.group}-valid`);
     const poison: { key: string; value: string }[] = [];
     for (const [i, pad] of [150_000, 150_000, 150_000, 300_000, 300_000].entries()) {
       const id = randomUUID();
       large.push(id);
       poison.push({ key: `c-${i}`, value: event(id, `c-${i}`, pad) });
+      if (pad === 300_000) oversized.set(id, poison.at(-1)!.value);
     }
     // Still poison whatever the limit: a schema error and invalid JSON.
     poison.push({
@@ -84,8 +79,20 @@ describe('rxingest dlq on the real stack', () => {
       value: JSON.stringify({ id: randomUUID(), clientId: 'c-1', type: 'event', ts: 'soon' }),
     });
     poison.push({ key: 'c-2', value: '{"id": "not closed' });
-    await send(poison);
-    await runWorkerUntilCaughtUp(admin, setup.env, setup.names, `${setup.names.group}-small-limit`);
+    // One send: one record batch per partition, fetched whole, where every poison record
+    // follows signup events of its key. An event's offset passes only once it is indexed, and
+    // the poison after it is done by then: one commit carries the event's trigger and the
+    // dead letter too large for the DLQ topic.
+    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    await producer.send({ topic: setup.names.topic, messages: [...valid, ...poison] });
+    await producer.disconnect();
+    workerLog = await runWorkerUntilCaughtUp(
+      admin,
+      setup.env,
+      setup.names,
+      `${setup.names.group}-small-limit`,
+    );
   });
 
   afterAll(async () => {
@@ -140,6 +147,22 @@ describe('rxingest dlq on the real stack', () => {
     const none = await runCli(['dlq', 'show', '0:999999'], setup.env);
     expect(none.code).toBe(1);
     expect(none.stderr).toMatch(/no dead letter at 0:999999: offset 999999 .* is past its end/);
+  });
+
+  it('a commit carrying triggers and a dead letter too large for the DLQ topic: the dead letter truncated, every trigger once', async () => {
+    // The worker met the DLQ topic's limit (and retried the commit with large values cut).
+    expect(readFileSync(workerLog, 'utf8')).toContain('a record was too large for its topic; truncating');
+    const triggers = (await readCommitted(setup.names.triggers)).map((t) => JSON.parse(String(t.value)).id);
+    expect(triggers.sort()).toEqual(small.map((id) => `${id}:welcome`).sort());
+    const dlq = await readCommitted(setup.names.dlq);
+    for (const [id, original] of oversized) {
+      const copies = dlq.filter((d) => d.value?.toString('latin1').includes(id));
+      expect(copies, `the dead letter of ${id}`).toHaveLength(1);
+      const d = copies[0]!;
+      expect(d.headers['x-error-class']).toBe('too-large');
+      expect(d.headers['x-value-truncated']).toBe(`${Buffer.byteLength(original)} bytes, first 65536 kept`);
+      expect(d.value!.equals(Buffer.from(original).subarray(0, 65_536))).toBe(true);
+    }
   });
 
   it('replay --class too-large after raising the limit indexes them, each trigger once; a second replay changes no count', async () => {
