@@ -1,7 +1,13 @@
 import { Command } from 'commander';
 import type { Config } from '../config/config.js';
 import { asCannotRun, CannotRun, kafkaFor } from '../tools/clients.js';
-import { type DeadLetter, formatAge, formatBytes, hexPreview } from '../tools/dlq/dead-letter.js';
+import {
+  countByClass,
+  type DeadLetter,
+  formatAge,
+  formatBytes,
+  hexPreview,
+} from '../tools/dlq/dead-letter.js';
 import { readLedger } from '../tools/dlq/ledger.js';
 import { readDeadLetters, readOne } from '../tools/dlq/read.js';
 import { type ReplayResult, replayDeadLetters } from '../tools/dlq/replay.js';
@@ -40,8 +46,7 @@ export function dlqCommand(): Command {
       await runTool('dlq list', () =>
         withKafka(config, async (kafka) => {
           const list = await readDeadLetters(kafka, config, { cls: opts.class, since });
-          const byClass: Record<string, number> = {};
-          for (const d of list) byClass[d.cls] = (byClass[d.cls] ?? 0) + 1;
+          const byClass = countByClass(list);
           const now = Date.now();
           if (opts.json) {
             const deadLetters = list.map((d) => ({

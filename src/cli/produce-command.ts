@@ -31,9 +31,10 @@ Messages follow the ingestion contract (key = clientId, value = JSON with id, cl
 type, version|name, ts, data). Shares are of all records sent: --duplicate-share re-sends an
 earlier message with the same id and bytes 10 ms to 5 s later (a producer retry), and
 --poison-share sends poison of every kind in rotation: invalid JSON, a missing field, a
-wrong-typed field, oversize (over --max-message-bytes), __proto__/constructor/prototype keys
-inside data, and a null value. The rest are profile updates (--profile-share of them, with
-per-client versions 1, 2, 3, …) and events.
+wrong-typed field, oversize (over --max-message-bytes), and a null value. The rest are
+profile updates (--profile-share of them, with per-client versions 1, 2, 3, …) and events;
+--hostile-key-share of those also carry a __proto__, constructor or prototype key inside
+data (top level or nested), which the contract makes an ordinary, valid field.
 
 The same options and --seed produce the same bytes, message ids included: a second run with
 the same seed is a pure replay (every message a duplicate). Pass another --seed for new data.
@@ -93,6 +94,10 @@ export function produceCommand(deps: ProduceCommandDeps = {}): Command {
     .option('--profile-share <share>', 'share of original messages that are profile updates (default: 0.3)')
     .option('--duplicate-share <share>', 'share of records that re-send an earlier message (default: 0.02)')
     .option('--poison-share <share>', 'share of records that are poison (default: 0.01)')
+    .option(
+      '--hostile-key-share <share>',
+      'share of valid messages whose data also has a __proto__/constructor/prototype key (default: 0.01)',
+    )
     .option(
       '--hot-clients <n>',
       'skew: this many hot clients get --hot-share of the traffic (default: off; 3)',

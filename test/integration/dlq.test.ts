@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import type { Client } from '@elastic/elasticsearch';
 import type { Admin, Kafka } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,9 +13,10 @@ const LARGE_LIMIT = '1048576';
 /**
  * `rxingest dlq` on the real stack: events dead-lettered because MAX_MESSAGE_BYTES was too
  * small (some of them too large for the DLQ topic too, so the dead letter holds a truncated
- * copy) are indexed, and trigger once, after the limit is raised and `dlq replay --class
- * too-large` runs; a second replay changes no count in Elasticsearch or the triggers topic;
- * records still poison are not put back, and a forced replay of one counts its attempts.
+ * copy, sent in the same commit as the triggers of the events before them) are indexed, and
+ * trigger once, after the limit is raised and `dlq replay --class too-large` runs; a second
+ * replay changes no count in Elasticsearch or the triggers topic; records still poison are
+ * not put back, and a forced replay of one counts its attempts.
  */
 describe('rxingest dlq on the real stack', () => {
   let kafka: Kafka;
@@ -22,6 +25,9 @@ describe('rxingest dlq on the real stack', () => {
   let setup: Awaited<ReturnType<typeof pipeline>>;
   const large: string[] = [];
   const small: string[] = [];
+  /** The 300 kB originals (too large for the DLQ topic), by id. */
+  const oversized = new Map<string, string>();
+  let workerLog: string;
 
   const counts = async () => {
     await es.indices.refresh({ index: setup.names.events });
@@ -54,28 +60,18 @@ describe('rxingest dlq on the real stack', () => {
         ts: '2026-11-30T12:00:00.000Z',
         data: { note: 'x'.repeat(pad) },
       });
-    const send = async (messages: { key: string; value: string }[]) => {
-      const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-      await producer.connect();
-      for (const m of messages) await producer.send({ topic: setup.names.topic, messages: [m] });
-      await producer.disconnect();
-    };
     const valid: { key: string; value: string }[] = [];
     for (let i = 0; i < 20; i++) {
       const id = randomUUID();
       small.push(id);
       valid.push({ key: `c-${i % 5}`, value: event(id, `c-${i % 5}`, 10) });
     }
-    // The valid events are committed first, in their own transactions: a commit that also
-    // carries a dead letter too large for the DLQ topic loses its triggers in the current
-    // worker (see the report), which is not what this test is about.
-    await send(valid);
-    await runWorkerUntilCaughtUp(admin, setup.env, setup.names, `${setup.names.group}-valid`);
     const poison: { key: string; value: string }[] = [];
     for (const [i, pad] of [150_000, 150_000, 150_000, 300_000, 300_000].entries()) {
       const id = randomUUID();
       large.push(id);
       poison.push({ key: `c-${i}`, value: event(id, `c-${i}`, pad) });
+      if (pad === 300_000) oversized.set(id, poison.at(-1)!.value);
     }
     // Still poison whatever the limit: a schema error and invalid JSON.
     poison.push({
@@ -83,8 +79,20 @@ describe('rxingest dlq on the real stack', () => {
       value: JSON.stringify({ id: randomUUID(), clientId: 'c-1', type: 'event', ts: 'soon' }),
     });
     poison.push({ key: 'c-2', value: '{"id": "not closed' });
-    await send(poison);
-    await runWorkerUntilCaughtUp(admin, setup.env, setup.names, `${setup.names.group}-small-limit`);
+    // One send: one record batch per partition, fetched whole, where every poison record
+    // follows signup events of its key. An event's offset passes only once it is indexed, and
+    // the poison after it is done by then: one commit carries the event's trigger and the
+    // dead letter too large for the DLQ topic.
+    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    await producer.send({ topic: setup.names.topic, messages: [...valid, ...poison] });
+    await producer.disconnect();
+    workerLog = await runWorkerUntilCaughtUp(
+      admin,
+      setup.env,
+      setup.names,
+      `${setup.names.group}-small-limit`,
+    );
   });
 
   afterAll(async () => {
@@ -139,6 +147,22 @@ describe('rxingest dlq on the real stack', () => {
     const none = await runCli(['dlq', 'show', '0:999999'], setup.env);
     expect(none.code).toBe(1);
     expect(none.stderr).toMatch(/no dead letter at 0:999999: offset 999999 .* is past its end/);
+  });
+
+  it('a commit carrying triggers and a dead letter too large for the DLQ topic: the dead letter truncated, every trigger once', async () => {
+    // The worker met the DLQ topic's limit (and retried the commit with large values cut).
+    expect(readFileSync(workerLog, 'utf8')).toContain('a record was too large for its topic; truncating');
+    const triggers = (await readCommitted(setup.names.triggers)).map((t) => JSON.parse(String(t.value)).id);
+    expect(triggers.sort()).toEqual(small.map((id) => `${id}:welcome`).sort());
+    const dlq = await readCommitted(setup.names.dlq);
+    for (const [id, original] of oversized) {
+      const copies = dlq.filter((d) => d.value?.toString('latin1').includes(id));
+      expect(copies, `the dead letter of ${id}`).toHaveLength(1);
+      const d = copies[0]!;
+      expect(d.headers['x-error-class']).toBe('too-large');
+      expect(d.headers['x-value-truncated']).toBe(`${Buffer.byteLength(original)} bytes, first 65536 kept`);
+      expect(d.value!.equals(Buffer.from(original).subarray(0, 65_536))).toBe(true);
+    }
   });
 
   it('replay --class too-large after raising the limit indexes them, each trigger once; a second replay changes no count', async () => {
@@ -231,5 +255,197 @@ describe('rxingest dlq on the real stack', () => {
     expect(r.dlq.replayed).toBe(5);
     expect(r.events.expected).toBe(small.length + large.length);
     expect(r.triggers.found).toBe(small.length + large.length);
+  });
+});
+
+/** NODE_OPTIONS that load the prototype probe into the tool's process (see test/support/prototype-probe.mjs). */
+const PROBE = {
+  NODE_OPTIONS:
+    `${process.env.NODE_OPTIONS ?? ''} --import=${resolve('test/support/prototype-probe.mjs')}`.trim(),
+};
+const UNTOUCHED = 'prototype-probe: Object.prototype untouched';
+
+/**
+ * A dead letter's headers and value are input: `rxingest dlq` on dead letters whose class is
+ * `__proto__` or `constructor` and whose records carry `__proto__`, `constructor` and
+ * `prototype` keys in `data` (valid messages by the contract) lists, shows and replays them
+ * like any other, and Object.prototype in the tool's process stays as it was. The dead letters
+ * are written by the test (the worker never gives such a class); no worker runs here. With them,
+ * a truncated copy whose original retention removed (`source-gone`), and the tools' exit 2.
+ */
+describe('rxingest dlq with hostile classes and keys', () => {
+  let kafka: Kafka;
+  let admin: Admin;
+  let setup: Awaited<ReturnType<typeof pipeline>>;
+  /** The source records' values, by the class of their dead letter. */
+  const sources: { cls: string; value: string; offset: string }[] = [];
+  let goneOffset: string;
+
+  const ev = (data: string) =>
+    `{"id":"${randomUUID()}","clientId":"c-h","type":"event","name":"signup","ts":"2026-11-30T12:00:00.000Z","data":${data}}`;
+  const pr = (data: string) =>
+    `{"id":"${randomUUID()}","clientId":"c-h","type":"profile","version":3,"ts":"2026-11-30T12:00:00.000Z","data":${data}}`;
+
+  beforeAll(async () => {
+    kafka = kafkaClient('dlq-hostile-test');
+    admin = kafka.admin();
+    await admin.connect();
+    setup = await pipeline('dlq-hostile', { partitions: 1 });
+    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    const sendOne = async (topic: string, value: string, headers?: Record<string, string>) => {
+      const [meta] = await producer.send({
+        topic,
+        messages: [{ key: 'c-h', value, partition: 0, ...(headers ? { headers } : {}) }],
+      });
+      return meta!.baseOffset!;
+    };
+    // The original of a truncated copy, then removed by retention (deleteRecords).
+    const big = ev(`{"note":"${'x'.repeat(3_000)}"}`);
+    goneOffset = await sendOne(setup.names.topic, big);
+    for (const [cls, value] of [
+      ['__proto__', ev('{"__proto__":{"isAdmin":true},"plan":"a"}')],
+      ['constructor', pr('{"constructor":{"prototype":{"polluted":true}},"plan":"b"}')],
+      ['constructor', ev('{"prototype":{"isAdmin":true},"items":[{"__proto__":{"polluted":1}}]}')],
+    ] as const) {
+      sources.push({ cls, value, offset: await sendOne(setup.names.topic, value) });
+    }
+    await admin.fetchTopicMetadata({ topics: [setup.names.topic] }); // deleteTopicRecords needs it loaded
+    await admin.deleteTopicRecords({
+      topic: setup.names.topic,
+      partitions: [{ partition: 0, offset: String(Number(goneOffset) + 1) }],
+    });
+    const deadLetter = (cls: string, offset: string) => ({
+      'x-error-class': cls,
+      'x-error-message': `a ${cls} dead letter`,
+      'x-source-topic': setup.names.topic,
+      'x-source-partition': '0',
+      'x-source-offset': offset,
+    });
+    for (const s of sources) await sendOne(setup.names.dlq, s.value, deadLetter(s.cls, s.offset));
+    await sendOne(setup.names.dlq, big.slice(0, 100), {
+      ...deadLetter('too-large', goneOffset),
+      'x-value-truncated': `${big.length} bytes, first 100 kept`,
+    });
+    await producer.disconnect();
+  });
+
+  afterAll(async () => {
+    await admin?.disconnect();
+  });
+
+  it('list (--json, --class with --json, text) counts __proto__ and constructor like any class', async () => {
+    const list = await runCli(['dlq', 'list', '--json'], { ...setup.env, ...PROBE });
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stderr).toContain(UNTOUCHED);
+    const j = JSON.parse(list.stdout);
+    expect(j.total).toBe(4);
+    expect(Object.entries(j.byClass).sort()).toEqual([
+      ['__proto__', 1],
+      ['constructor', 2],
+      ['too-large', 1],
+    ]);
+    expect(j.deadLetters.map((d: { class: string }) => d.class)).toEqual([
+      '__proto__',
+      'constructor',
+      'constructor',
+      'too-large',
+    ]);
+
+    const only = await runCli(['dlq', 'list', '--class', 'constructor', '--json'], {
+      ...setup.env,
+      ...PROBE,
+    });
+    expect(only.code, only.stderr).toBe(0);
+    expect(only.stderr).toContain(UNTOUCHED);
+    const o = JSON.parse(only.stdout);
+    expect(o.total).toBe(2);
+    expect(Object.entries(o.byClass)).toEqual([['constructor', 2]]);
+    expect(o.deadLetters.map((d: { source: { offset: string } }) => d.source.offset)).toEqual(
+      sources.filter((s) => s.cls === 'constructor').map((s) => s.offset),
+    );
+
+    const text = await runCli(['dlq', 'list'], { ...setup.env, ...PROBE });
+    expect(text.code).toBe(0);
+    expect(text.stdout.trim().split('\n').at(-1)).toBe(
+      `4 dead letters in ${setup.names.dlq}: __proto__ 1, constructor 2, too-large 1`,
+    );
+  });
+
+  it('show prints the hostile keys of the value as they are', async () => {
+    const j = JSON.parse((await runCli(['dlq', 'list', '--json'], setup.env)).stdout);
+    const proto = j.deadLetters.find((d: { class: string }) => d.class === '__proto__');
+    const show = await runCli(['dlq', 'show', `${proto.partition}:${proto.offset}`], {
+      ...setup.env,
+      ...PROBE,
+    });
+    expect(show.code, show.stderr).toBe(0);
+    expect(show.stderr).toContain(UNTOUCHED);
+    expect(show.stdout).toContain('x-error-class: __proto__');
+    expect(show.stdout).toMatch(
+      /"data": \{\n {4}"__proto__": \{\n {6}"isAdmin": true\n {4}\},\n {4}"plan": "a"/,
+    );
+  });
+
+  it('replay puts the originals back byte for byte, reports the one whose original is gone, and a second replay changes nothing', async () => {
+    const dry = await runCli(['dlq', 'replay', '--dry-run'], { ...setup.env, ...PROBE });
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stderr).toContain(UNTOUCHED);
+    expect(dry.stdout.split('\n')).toEqual([
+      `would replay 3 dead letters from ${setup.names.dlq} (__proto__ 1, constructor 2)`,
+      '  original gone from the source topic (skipped): 1 (too-large 1)',
+      expect.stringMatching(
+        new RegExp(
+          `^ {4}\\d+:\\d+ too-large: offset ${goneOffset} of ${setup.names.topic.replace(/\./g, '\\.')}/0 is gone \\(retention: the log starts at ${Number(goneOffset) + 1}\\)$`,
+        ),
+      ),
+      '',
+    ]);
+    const before = (await admin.fetchTopicOffsets(setup.names.topic))[0]!.high;
+
+    const replay = await runCli(['dlq', 'replay'], { ...setup.env, ...PROBE });
+    expect(replay.code, replay.stderr).toBe(0);
+    expect(replay.stderr).toContain(UNTOUCHED);
+    expect(replay.stdout.split('\n')[0]).toBe(
+      `replayed 3 dead letters from ${setup.names.dlq} (__proto__ 1, constructor 2)`,
+    );
+    expect(replay.stdout).toContain('original gone from the source topic (skipped): 1 (too-large 1)');
+    const input = await readCommitted(setup.names.topic);
+    const replayed = input.filter((r) => r.offset >= Number(before));
+    expect(replayed.map((r) => r.value?.toString('utf8')).sort()).toEqual(sources.map((s) => s.value).sort());
+    expect(
+      replayed.every((r) => r.key === 'c-h' && r.headers['x-replay-of']?.startsWith(setup.names.dlq)),
+    ).toBe(true);
+
+    const afterFirst = (await admin.fetchTopicOffsets(setup.names.topic))[0]!.high;
+    const again = await runCli(['dlq', 'replay'], { ...setup.env, ...PROBE });
+    expect(again.code).toBe(0);
+    expect(again.stderr).toContain(UNTOUCHED);
+    expect(again.stdout).toContain(`replayed 0 dead letters from ${setup.names.dlq}`);
+    expect(again.stdout).toContain('already replayed (skipped): 3 (__proto__ 1, constructor 2)');
+    expect((await admin.fetchTopicOffsets(setup.names.topic))[0]!.high).toBe(afterFirst);
+  });
+
+  it('exit 2 with one line: a bad configuration value (naming the variable), Kafka unreachable', async () => {
+    const bad = await runCli(['dlq', 'list'], { ...setup.env, MAX_MESSAGE_BYTES: 'lots' });
+    expect(bad.code).toBe(2);
+    expect(bad.stdout).toBe('');
+    expect(bad.stderr.trim().split('\n')).toHaveLength(1);
+    expect(bad.stderr).toMatch(
+      /^rxingest dlq list: invalid configuration: MAX_MESSAGE_BYTES="lots" is invalid: expected /,
+    );
+
+    const started = Date.now();
+    const down = await runCli(
+      ['dlq', 'replay', '--dry-run'],
+      { ...setup.env, KAFKA_BROKERS: '127.0.0.1:1' },
+      60_000,
+    );
+    expect(down.code).toBe(2);
+    expect(down.stdout).toBe('');
+    expect(down.stderr.trim().split('\n')).toHaveLength(1);
+    expect(down.stderr).toMatch(/^rxingest dlq replay: cannot run: cannot reach Kafka at 127\.0\.0\.1:1/);
+    // A person waits for this: it says so within seconds, not after minutes of retries.
+    expect(Date.now() - started).toBeLessThan(30_000);
   });
 });

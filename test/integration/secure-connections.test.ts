@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { logLevel } from 'kafkajs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { checkElasticsearch, createElasticsearch } from '../../src/clients/elasticsearch.js';
@@ -25,6 +27,16 @@ describe('secured connections', () => {
     s = await secureStack();
     foreignCa = (await otherCa()).pem;
   });
+
+  /** The stack's settings without some variables. */
+  const without = (env: Readonly<Record<string, string>>, ...drop: string[]) =>
+    Object.fromEntries(Object.entries(env).filter(([k]) => !drop.includes(k)));
+  /** A secret in a file of its own (mode 600, ending in a line break as secret files do). */
+  const secretFile = (name: string, text: string) => {
+    const file = join(mkdtempSync(join(tmpdir(), 'rxingest-secret-')), name);
+    writeFileSync(file, `${text}\n`, { mode: 0o600 });
+    return file;
+  };
 
   const sasl = (mechanism: KafkaSaslMechanism, password = s.kafka.password): KafkaConnection => ({
     brokers: [s.kafka.saslSsl],
@@ -79,6 +91,35 @@ describe('secured connections', () => {
       const config = loadConfig({ ...s.env, INGEST_TOPICS: 'x' });
       expect(config.kafka.sasl?.mechanism).toBe('scram-sha-512');
       expect(await roundTrip(config.kafka)).toBe('1');
+    });
+
+    it('the other *_FILE and PEM forms through loadConfig reach the broker: KAFKA_SASL_USERNAME_FILE; mutual TLS with KAFKA_SSL_KEY_FILE, and with the certificate and key as PEM text', async () => {
+      const saslConfig = loadConfig({
+        ...without(s.env, 'KAFKA_SASL_USERNAME'),
+        KAFKA_SASL_USERNAME_FILE: secretFile('kafka-user', s.kafka.user),
+        INGEST_TOPICS: 'x',
+      });
+      expect(saslConfig.kafka.sasl?.username).toBe(s.kafka.user);
+      expect(await roundTrip(saslConfig.kafka)).toBe('1');
+
+      // The stack's settings without SASL, on the listener that requires a client certificate.
+      const mtlsBase = {
+        ...without(s.env, 'KAFKA_SASL_MECHANISM', 'KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD_FILE'),
+        KAFKA_BROKERS: s.kafka.mtls,
+        INGEST_TOPICS: 'x',
+      };
+      for (const tls of [
+        { KAFKA_SSL_CERT: s.certs.clientCertFile, KAFKA_SSL_KEY_FILE: s.certs.clientKeyFile },
+        {
+          KAFKA_SSL_CERT: readFileSync(s.certs.clientCertFile, 'utf8'),
+          KAFKA_SSL_KEY: readFileSync(s.certs.clientKeyFile, 'utf8'),
+        },
+      ]) {
+        const config = loadConfig({ ...mtlsBase, ...tls });
+        expect(config.kafka.sasl).toBeUndefined();
+        expect(config.kafka.brokers).toEqual([s.kafka.mtls]);
+        expect(await roundTrip(config.kafka), Object.keys(tls).join(', ')).toBe('1');
+      }
     });
 
     it.each(['plain', 'scram-sha-256', 'scram-sha-512'] as const)(
@@ -171,6 +212,30 @@ describe('secured connections', () => {
       try {
         expect((await client.security.authenticate()).authentication_type).toBe('realm');
         await expect(checkElasticsearch(client, { ...conn, ...indices })).resolves.toBeUndefined();
+      } finally {
+        await client.close();
+      }
+    });
+
+    it('ES_USERNAME_FILE and ES_PASSWORD_FILE through loadConfig: authenticates as that user, and the check passes', async () => {
+      const config = loadConfig({
+        ...without(s.env, 'ES_API_KEY_FILE'),
+        ES_USERNAME_FILE: secretFile('es-user', s.elasticsearch.user),
+        ES_PASSWORD_FILE: secretFile('es-password', s.elasticsearch.password),
+        INGEST_TOPICS: 'x',
+      });
+      expect(config.elasticsearch.auth).toEqual({
+        username: s.elasticsearch.user,
+        password: s.elasticsearch.password,
+      });
+      const client = es(config.elasticsearch);
+      try {
+        const me = await client.security.authenticate();
+        expect(me.authentication_type).toBe('realm');
+        expect(me.username).toBe(s.elasticsearch.user);
+        await expect(
+          checkElasticsearch(client, { ...config.elasticsearch, ...indices }),
+        ).resolves.toBeUndefined();
       } finally {
         await client.close();
       }

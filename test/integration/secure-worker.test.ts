@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@elastic/elasticsearch';
@@ -75,6 +75,15 @@ describe('the worker against the secured stack', () => {
     for (const secret of [...s.secrets, ...extra])
       expect(text.includes(secret), 'a secret in the output').toBe(false);
   };
+
+  /** The end-to-end run's deployment, for the tools that run after it with the same environment. */
+  let ingested:
+    | {
+        readonly names: Record<'topic' | 'dlq' | 'triggers' | 'group' | 'profiles' | 'events', string>;
+        readonly env: Record<string, string>;
+        readonly expected: ReturnType<typeof expectedState>;
+      }
+    | undefined;
 
   it('ingests 3,000 messages to exactly the contract state, with no secret in its output or metrics', async () => {
     const name = uniqueName('secure-e2e');
@@ -154,6 +163,7 @@ describe('the worker against the secured stack', () => {
       );
       expect(expected.poison.length).toBeGreaterThan(10);
       expect(expected.triggers.size).toBeGreaterThan(10);
+      ingested = { names, env, expected };
 
       await waitFor(
         'committed offsets at the end of every partition',
@@ -214,6 +224,171 @@ describe('the worker against the secured stack', () => {
     expect(output).toContain('"msg":"stopped"');
     noSecretIn(output);
     noSecretIn(metricsText);
+  });
+
+  it('rxingest reconcile and dlq with the worker environment after its run: the contract state, no secret in their output', async () => {
+    const { names, env, expected } = ingested!;
+    const classes = new Map<string, number>();
+    for (const p of expected.poison) classes.set(p.errorClass, (classes.get(p.errorClass) ?? 0) + 1);
+    const [reconcile, list, replay] = await Promise.all([
+      runCli(['reconcile', '--json'], env),
+      runCli(['dlq', 'list', '--json'], env),
+      runCli(['dlq', 'replay', '--dry-run'], env),
+    ]);
+    for (const r of [reconcile, list, replay]) noSecretIn(r.stdout + r.stderr);
+
+    const report = JSON.parse(reconcile.stdout);
+    expect(report.examples, reconcile.stdout.slice(0, 2000)).toEqual({});
+    expect(reconcile.code, reconcile.stderr).toBe(0);
+    expect(report.messages).toBe(3_000);
+    expect(report.duplicates).toBe(expected.duplicates);
+    expect(report.events).toMatchObject({ expected: expected.events.size, found: expected.events.size });
+    expect(report.profiles).toMatchObject({
+      expected: expected.profiles.size,
+      found: expected.profiles.size,
+    });
+    expect(report.triggers).toMatchObject({
+      expected: expected.triggers.size,
+      found: expected.triggers.size,
+    });
+    expect(report.dlq).toMatchObject({ expected: expected.poison.length, found: expected.poison.length });
+    expect(Object.entries(report.deadLetters).sort()).toEqual([...classes].sort());
+
+    expect(list.code, list.stderr).toBe(0);
+    const dead = JSON.parse(list.stdout);
+    expect(dead.topic).toBe(names.dlq);
+    expect(dead.total).toBe(expected.poison.length);
+    expect(Object.entries(dead.byClass).sort()).toEqual([...classes].sort());
+
+    // Every dead letter is still poison with the worker's settings: nothing would be put back.
+    expect(replay.code, replay.stderr).toBe(0);
+    expect(replay.stdout.split('\n')[0]).toBe(`would replay 0 dead letters from ${names.dlq}`);
+    expect(replay.stdout).toContain(
+      `still poison with the current settings (skipped): ${expected.poison.length} (`,
+    );
+  });
+
+  it('the tools with the other credentials, each from a *_FILE: mutual TLS to Kafka, an Elasticsearch user, a SASL user name', async () => {
+    const { names, env, expected } = ingested!;
+    const dir = mkdtempSync(join(tmpdir(), 'rxingest-secrets-'));
+    const secretFile = (name: string, text: string) => {
+      const file = join(dir, name);
+      writeFileSync(file, `${text}\n`, { mode: 0o600 });
+      return file;
+    };
+    // Kafka over the mutual-TLS listener (no SASL), the key given by KAFKA_SSL_KEY_FILE;
+    // Elasticsearch with a user and password, both from files, instead of the API key.
+    const without = (e: Record<string, string>, ...drop: string[]) =>
+      Object.fromEntries(Object.entries(e).filter(([k]) => !drop.includes(k)));
+    const mtlsEnv = {
+      ...without(
+        env,
+        'KAFKA_SASL_MECHANISM',
+        'KAFKA_SASL_USERNAME',
+        'KAFKA_SASL_PASSWORD_FILE',
+        'ES_API_KEY_FILE',
+      ),
+      KAFKA_BROKERS: s.kafka.mtls,
+      KAFKA_SSL_CERT: s.certs.clientCertFile,
+      KAFKA_SSL_KEY_FILE: s.certs.clientKeyFile,
+      ES_USERNAME_FILE: secretFile('es-user', s.elasticsearch.user),
+      ES_PASSWORD_FILE: secretFile('es-password', s.elasticsearch.password),
+    };
+    // SASL as before, the user name from KAFKA_SASL_USERNAME_FILE.
+    const userFileEnv = {
+      ...without(env, 'KAFKA_SASL_USERNAME'),
+      KAFKA_SASL_USERNAME_FILE: secretFile('kafka-user', s.kafka.user),
+    };
+    const [reconcile, list] = await Promise.all([
+      runCli(['reconcile', '--json'], mtlsEnv),
+      runCli(['dlq', 'list', '--json'], userFileEnv),
+    ]);
+    for (const r of [reconcile, list]) noSecretIn(r.stdout + r.stderr);
+    expect(reconcile.code, reconcile.stderr).toBe(0);
+    const report = JSON.parse(reconcile.stdout);
+    expect(report.ok).toBe(true);
+    expect(report.events.found).toBe(expected.events.size);
+    expect(report.dlq.found).toBe(expected.poison.length);
+    expect(list.code, list.stderr).toBe(0);
+    expect(JSON.parse(list.stdout)).toMatchObject({ topic: names.dlq, total: expected.poison.length });
+
+    // The same files with a wrong password: the tool stops at Elasticsearch, as it would with it in ES_PASSWORD.
+    const wrong = await runCli(['reconcile'], {
+      ...mtlsEnv,
+      ES_PASSWORD_FILE: secretFile('es-wrong', 'wrong-es-password-2'),
+    });
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr.trim()).toBe(
+      `rxingest reconcile: cannot run: Elasticsearch at ${s.elasticsearch.node} refused the tool (HTTP 401): check ES_API_KEY / ES_USERNAME`,
+    );
+    noSecretIn(wrong.stdout + wrong.stderr, ['wrong-es-password-2']);
+  });
+
+  it('reconcile and dlq with a wrong password stop with exit 2 and one line naming the server, no secret', async () => {
+    const kafkaLine = (tool: string) =>
+      `rxingest ${tool}: cannot run: Kafka at ${s.kafka.saslSsl}: SASL authentication failed for user "rxingest" (SCRAM-SHA-512): wrong user name or password`;
+    const wrongKafka = envWith({
+      INGEST_TOPICS: input,
+      KAFKA_SASL_PASSWORD_FILE: undefined,
+      KAFKA_SASL_PASSWORD: 'wrong-kafka-password-2',
+    });
+    const cases: [string[], Record<string, string>, string][] = [
+      [['reconcile', '--json'], wrongKafka, kafkaLine('reconcile')],
+      [['dlq', 'list', '--json'], wrongKafka, kafkaLine('dlq list')],
+      [['dlq', 'show', '0:0'], wrongKafka, kafkaLine('dlq show')],
+      [['dlq', 'replay', '--dry-run'], wrongKafka, kafkaLine('dlq replay')],
+      [
+        ['reconcile'],
+        envWith({
+          INGEST_TOPICS: input,
+          ES_API_KEY_FILE: undefined,
+          ES_USERNAME: s.elasticsearch.user,
+          ES_PASSWORD: 'wrong-es-password-1',
+        }),
+        `rxingest reconcile: cannot run: Elasticsearch at ${s.elasticsearch.node} refused the tool (HTTP 401): check ES_API_KEY / ES_USERNAME`,
+      ],
+    ];
+    const results = await Promise.all(cases.map(([args, env]) => runCli(args, env)));
+    results.forEach((r, i) => {
+      const [args, , line] = cases[i]!;
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stdout, args.join(' ')).toBe('');
+      expect(r.stderr.trim(), args.join(' ')).toBe(line);
+      noSecretIn(r.stdout + r.stderr, ['wrong-kafka-password-2', 'wrong-es-password-1']);
+    });
+  });
+
+  it('--help of every command shows no secret, with every secret set in the environment', async () => {
+    const env = envWith({
+      KAFKA_SASL_PASSWORD_FILE: undefined,
+      KAFKA_SASL_PASSWORD: s.kafka.password,
+      ES_API_KEY_FILE: undefined,
+      ES_API_KEY: s.elasticsearch.apiKey,
+      ES_USERNAME: s.elasticsearch.user,
+      ES_PASSWORD: s.elasticsearch.password,
+      REDIS_URL_FILE: undefined,
+      REDIS_URL: s.redis.tls.replace('//', `//:${s.redis.password}@`),
+    });
+    const commands = [
+      [],
+      ['worker'],
+      ['reconcile'],
+      ['dlq'],
+      ['dlq', 'list'],
+      ['dlq', 'show'],
+      ['dlq', 'replay'],
+      ['produce'],
+      ['shed'],
+      ['unshed'],
+      ['demo'],
+    ];
+    const results = await Promise.all(commands.map((c) => runCli([...c, '--help'], env)));
+    results.forEach((r, i) => {
+      const what = `rxingest ${commands[i]!.join(' ')} --help`;
+      expect(r.code, what).toBe(0);
+      expect(r.stdout, what).toMatch(/^Usage: /);
+      noSecretIn(r.stdout + r.stderr);
+    });
   });
 
   it('rxingest produce sends its workload over SASL_SSL (an independent reader sees every record)', async () => {

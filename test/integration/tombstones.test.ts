@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parsePrometheusText, sumOf } from '../support/prometheus-text.js';
 import { esClient, kafkaClient, readCommitted, waitFor } from '../support/stack.js';
 import { freePort } from '../support/tcp-proxy.js';
-import { caughtUp, pipeline } from '../support/tool-deployment.js';
+import { caughtUp, pipeline, runCli } from '../support/tool-deployment.js';
 import { spawnWorker } from '../support/worker-process.js';
 
 /**
@@ -40,6 +40,7 @@ const RECORDS = [
 
 interface Run {
   readonly names: Awaited<ReturnType<typeof pipeline>>['names'];
+  readonly env: Record<string, string>;
   readonly metrics: ReturnType<typeof parsePrometheusText>;
   readonly exitCode: number | string;
 }
@@ -86,7 +87,7 @@ describe('TOMBSTONES through the real worker', () => {
       worker.child.kill('SIGTERM');
       const exitCode = await worker.exited;
       await es.indices.refresh({ index: setup.names.profiles, ignore_unavailable: true });
-      return { names: setup.names, metrics, exitCode };
+      return { names: setup.names, env: setup.env, metrics, exitCode };
     } finally {
       worker.child.kill('SIGKILL');
     }
@@ -100,8 +101,11 @@ describe('TOMBSTONES through the real worker', () => {
     return r.found ? r._source : undefined;
   };
 
+  let deadLettered: Run | undefined;
+
   it('default (dead-letter): the tombstone is a dead letter of class tombstone with its key and no value', async () => {
     const r = await run(undefined);
+    deadLettered = r;
     expect(r.exitCode).toBe(0);
     const dlq = await readCommitted(r.names.dlq);
     expect(dlq.map((d) => [d.key, d.value, d.headers['x-error-class']])).toEqual(
@@ -116,6 +120,26 @@ describe('TOMBSTONES through the real worker', () => {
     // Nothing deleted: the profiles keep what their updates set.
     expect((await profileOf(r.names.profiles, 't-1'))?.data).toEqual({ plan: 'team' });
     expect((await profileOf(r.names.profiles, 't-3'))?.data).toEqual({ plan: 'pro', city: 'Oslo' });
+  });
+
+  it('dlq replay keeps a tombstone dead letter while TOMBSTONES=dead-letter, and puts it back as a tombstone (null value) under delete', async () => {
+    const r = deadLettered!;
+    const kept = await runCli(['dlq', 'replay'], r.env);
+    expect(kept.code, kept.stderr).toBe(0);
+    expect(kept.stdout).toContain(`replayed 0 dead letters from ${r.names.dlq}`);
+    expect(kept.stdout).toContain('still poison with the current settings (skipped): 2 (tombstone 2)');
+    expect(kept.stdout).toContain('tombstone: a tombstone, and TOMBSTONES=dead-letter');
+
+    const put = await runCli(['dlq', 'replay'], { ...r.env, TOMBSTONES: 'delete' });
+    expect(put.code, put.stderr).toBe(0);
+    expect(put.stdout.split('\n')[0]).toBe(`replayed 2 dead letters from ${r.names.dlq} (tombstone 2)`);
+    const input = await readCommitted(r.names.topic);
+    const replayed = input.filter((x) => x.offset >= RECORDS.length);
+    expect(replayed.map((x) => [x.key, x.value]).sort()).toEqual([
+      ['t-1', null],
+      ['t-3', null],
+    ]);
+    expect(replayed.every((x) => x.headers['x-replay-of']?.startsWith(`${r.names.dlq}/`))).toBe(true);
   });
 
   it('ignore: counted as ignored and committed; no dead letter, no profile touched', async () => {

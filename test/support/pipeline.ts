@@ -14,7 +14,14 @@ import {
   type TriggerRule,
   toPlain,
 } from './expected-state.js';
-import { createTopicsWithLeaders, readCommitted, stackEnv, uniqueName, waitFor } from './stack.js';
+import {
+  createTopicsWithLeaders,
+  type ReadRecord,
+  readCommitted,
+  stackEnv,
+  uniqueName,
+  waitFor,
+} from './stack.js';
 import { spawnWorker, type WorkerProcess } from './worker-process.js';
 
 /** What differs from the contract's state (all zero, and committed at the end, when it holds). */
@@ -287,7 +294,10 @@ export class Pipeline {
     const events = await searchAll(this.es, names.events);
     const wanted = [...expected.events].filter(([id]) => only.events === undefined || only.events.has(id));
     const idAt = new Map<string, string>();
+    /** The input as kcat reads it, by "partition/offset": what the origins and dead letters point at. */
+    const inputAt = new Map<string, ReadRecord>();
     for (const r of await readCommitted(names.topic, { brokers: this.servers.kafkaBrokers })) {
+      inputAt.set(`${r.partition}/${r.offset}`, r);
       const id = idOfValue(r.value);
       if (id !== undefined) idAt.set(`${r.partition}/${r.offset}`, id);
     }
@@ -367,6 +377,24 @@ export class Pipeline {
       expect(d.headers['x-source-topic']).toBe(names.topic);
       expect(Number(d.headers['x-source-partition'])).toBeLessThan(this.partitions);
       expect(d.headers['x-source-offset']).toMatch(/^\d+$/);
+      // The x-source-* headers lead to the very record dead-lettered: its key and value bytes
+      // (the first bytes only, for a copy the DLQ topic took truncated).
+      const at = `${d.headers['x-source-partition']}/${d.headers['x-source-offset']}`;
+      const source = inputAt.get(at);
+      expect(source, `the input record at ${at} that a dead letter names`).toBeDefined();
+      expect(b64(d.keyBytes), `the key of the dead letter of ${at}`).toBe(b64(source!.keyBytes));
+      const truncated = d.headers['x-value-truncated'];
+      if (truncated === undefined) {
+        expect(b64(d.value), `the value of the dead letter of ${at}`).toBe(b64(source!.value));
+      } else {
+        expect(truncated).toMatch(
+          new RegExp(`^${source!.value?.length} bytes, first ${d.value?.length} kept`),
+        );
+        expect(
+          source!.value?.subarray(0, d.value!.length).equals(d.value!),
+          `the truncated copy of ${at}`,
+        ).toBe(true);
+      }
     }
     return differences;
   }

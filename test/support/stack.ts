@@ -102,6 +102,8 @@ export interface ReadRecord {
   partition: number;
   offset: number;
   key: string | null;
+  /** The key's exact bytes (`key` is them decoded as UTF-8). */
+  keyBytes: Buffer | null;
   value: Buffer | null;
   headers: Record<string, string>;
 }
@@ -172,6 +174,7 @@ export async function readCommitted(
         partition: m.partition,
         offset: m.offset,
         key: b.key?.toString('utf8') ?? null,
+        keyBytes: b.key,
         value: b.value,
         headers,
       };

@@ -81,13 +81,16 @@ export async function caughtUp(admin: Admin, kafka: Kafka, topic: string, group:
   return records === 0;
 }
 
-/** Runs the real worker until the group has committed everything in the input topic, then stops it (SIGTERM). */
+/**
+ * Runs the real worker until the group has committed everything in the input topic, then
+ * stops it (SIGTERM). Returns the worker's log file.
+ */
 export async function runWorkerUntilCaughtUp(
   admin: Admin,
   env: Record<string, string>,
   names: { topic: string; group: string },
   label: string,
-) {
+): Promise<string> {
   const worker = spawnWorker(env, label);
   const kafka = kafkaClient(`${label}-probe`);
   let failure: unknown;
@@ -114,6 +117,7 @@ export async function runWorkerUntilCaughtUp(
   const code = await worker.exited;
   if (failure !== undefined) throw failure;
   if (code !== 0) throw new Error(`worker ${label} exited with ${code}; see ${worker.logFile}`);
+  return worker.logFile;
 }
 
 export interface CliResult {

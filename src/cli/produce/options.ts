@@ -16,6 +16,7 @@ export interface RawProduceOptions {
   profileShare?: string;
   duplicateShare?: string;
   poisonShare?: string;
+  hostileKeyShare?: string;
   hotClients?: string;
   hotShare?: string;
   seed?: string;
@@ -187,6 +188,7 @@ export function parseProduceOptions(raw: RawProduceOptions, env: Env = process.e
   const profileShare = check(shareSchema, '--profile-share', raw.profileShare ?? '0.3');
   const duplicateShare = check(shareSchema, '--duplicate-share', raw.duplicateShare ?? '0.02');
   const poisonShare = check(shareSchema, '--poison-share', raw.poisonShare ?? '0.01');
+  const hostileKeyShare = check(shareSchema, '--hostile-key-share', raw.hostileKeyShare ?? '0.01');
   if (duplicateShare + poisonShare > 1 || (duplicateShare > 0 && duplicateShare + poisonShare >= 1)) {
     throw new OptionError(
       `--duplicate-share ${duplicateShare} and --poison-share ${poisonShare} are invalid together: ` +
@@ -289,6 +291,7 @@ export function parseProduceOptions(raw: RawProduceOptions, env: Env = process.e
       profileShare,
       duplicateShare,
       poisonShare,
+      hostileKeyShare,
       ...(skew ? { skew } : {}),
       maxMessageBytes,
       shuffleVersions,

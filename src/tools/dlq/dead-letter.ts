@@ -67,6 +67,19 @@ export function deadLetterOf(dlqTopic: string, r: FetchedRecord): DeadLetter {
   };
 }
 
+/**
+ * How many of these there are per class, for printing and JSON. The class is a header value,
+ * so input: counted in a Map (a class such as `__proto__`, `constructor` or `toString` is a
+ * name like any other, never an inherited property), then handed out as own properties of a
+ * plain object, which JSON.stringify and Object.entries show as they are. Read it with
+ * Object.entries, never by indexing.
+ */
+export function countByClass(items: Iterable<{ readonly cls: string }>): Record<string, number> {
+  const counts = new Map<string, number>();
+  for (const { cls } of items) counts.set(cls, (counts.get(cls) ?? 0) + 1);
+  return Object.fromEntries(counts);
+}
+
 /** "12 B", "3.4 KB", "1.2 MB". */
 export function formatBytes(n: number | undefined): string {
   if (n === undefined) return '-';

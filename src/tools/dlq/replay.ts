@@ -2,7 +2,7 @@ import type { Kafka, Message } from 'kafkajs';
 import type { Config } from '../../config/config.js';
 import { parseRecord } from '../../model/parse.js';
 import { REPLAY_COUNT, REPLAY_OF, REPLAY_ROOT } from '../../model/replay.js';
-import type { DeadLetter } from './dead-letter.js';
+import { countByClass, type DeadLetter } from './dead-letter.js';
 import { ensureLedgerTopic, type Ledger, type LedgerEntry, ledgerTopic, readLedger } from './ledger.js';
 import { type DeadLetterFilter, readDeadLetters, readOne } from './read.js';
 
@@ -83,20 +83,27 @@ export async function replayDeadLetters(
 
   if (!opts.dryRun && toSend.length > 0) await send(kafka, config, toSend);
 
-  const counts = {} as Record<ReplayOutcome, Record<string, number>>;
-  for (const o of [
-    'replayed',
-    'already-replayed',
-    'still-bad',
-    'gave-up',
-    'source-gone',
-    'no-source',
-  ] as const)
-    counts[o] = {};
-  for (const { deadLetter, outcome } of decisions) {
-    counts[outcome][deadLetter.cls] = (counts[outcome][deadLetter.cls] ?? 0) + 1;
+  return { dryRun: opts.dryRun === true, counts: countOutcomes(decisions), decisions };
+}
+
+const OUTCOMES: readonly ReplayOutcome[] = [
+  'replayed',
+  'already-replayed',
+  'still-bad',
+  'gave-up',
+  'source-gone',
+  'no-source',
+];
+
+/** Outcome → class → count. Classes are header values (input): see countByClass. */
+export function countOutcomes(
+  decisions: readonly ReplayDecision[],
+): Record<ReplayOutcome, Record<string, number>> {
+  const out = {} as Record<ReplayOutcome, Record<string, number>>;
+  for (const outcome of OUTCOMES) {
+    out[outcome] = countByClass(decisions.filter((d) => d.outcome === outcome).map((d) => d.deadLetter));
   }
-  return { dryRun: opts.dryRun === true, counts, decisions };
+  return out;
 }
 
 async function decide(

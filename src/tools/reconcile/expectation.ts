@@ -34,6 +34,18 @@ export interface ClientExpectation {
   deleted: boolean;
   /** An id of this client was seen with two different bodies: which one won depends on arrival order. */
   conflicting: boolean;
+  /**
+   * Once the client's updates come through several partitions: per "topic/partition", the
+   * highest version and the field stamps of its updates there, what `stale` is judged against
+   * (see Expectation.profile). Undefined while one partition carries them all.
+   */
+  byPartition?: Map<string, PartitionStamps>;
+}
+
+/** What a client's earlier updates in one partition set: its highest version and each field's (version, id). */
+export interface PartitionStamps {
+  version: number;
+  readonly stamps: Map<string, FieldStamp>;
 }
 
 export interface ExpectationSettings {
@@ -148,6 +160,10 @@ export class Expectation {
       c.version = -1;
       c.updates = 0;
       c.deleted = true;
+      for (const p of c.byPartition?.values() ?? []) {
+        p.version = -1;
+        p.stamps.clear();
+      }
     }
   }
 
@@ -167,6 +183,13 @@ export class Expectation {
       this.clients.set(clientId, c);
     } else if (c.home !== tp) {
       c.multiPartition = true;
+      if (c.byPartition === undefined) {
+        // Until now one partition carried every update: the merged fields are its own.
+        const home = new Map<string, FieldStamp>();
+        for (const [field, { stamp }] of c.fields) home.set(field, stamp);
+        c.byPartition = new Map([[c.home, { version: c.version, stamps: home }]]);
+      }
+      if (!c.byPartition.has(tp)) c.byPartition.set(tp, { version: -1, stamps: new Map() });
     }
     return c;
   }
@@ -218,18 +241,27 @@ export class Expectation {
     this.counts.unique++;
     this.profileIds.set(m.id, body);
     c.updates++;
-    let changed = m.version > c.version;
-    c.version = Math.max(c.version, m.version);
     const stamp = { version: m.version, id: m.id };
-    for (const field of Object.keys(m.data)) {
-      if (beats(stamp, c.fields.get(field)?.stamp)) {
-        c.fields.set(field, { value: m.data[field], stamp });
-        changed = true;
-      }
-    }
-    // As the worker counts it (a client's records in offset order); the worker's own count can
-    // be lower, since it applies a batch's updates of a client merged.
+    const fields = Object.keys(m.data);
+    // Stale: every field (and the version) already outranked by the client's earlier updates
+    // in offset order. Across partitions there is no such order (the worker takes them
+    // concurrently, and this read interleaves them as its fetches come back), so a client
+    // whose updates come through several partitions is judged against the earlier updates of
+    // the same partition: a count that does not change from one run of reconcile to the next.
+    const own = c.byPartition?.get(`${r.topic}/${r.partition}`);
+    const earlier = own
+      ? { version: own.version, stampOf: (f: string) => own.stamps.get(f) }
+      : { version: c.version, stampOf: (f: string) => c.fields.get(f)?.stamp };
+    const changed = m.version > earlier.version || fields.some((f) => beats(stamp, earlier.stampOf(f)));
     if (!changed) this.counts.stale++;
+    if (own) {
+      own.version = Math.max(own.version, m.version);
+      for (const f of fields) if (beats(stamp, own.stamps.get(f))) own.stamps.set(f, stamp);
+    }
+    c.version = Math.max(c.version, m.version);
+    for (const field of fields) {
+      if (beats(stamp, c.fields.get(field)?.stamp)) c.fields.set(field, { value: m.data[field], stamp });
+    }
   }
 
   private addPending(r: FetchedRecord): void {

@@ -91,8 +91,9 @@ export function buildReport(r: {
     byPartition[tp] = Number(n);
     beyond += Number(n);
   }
-  const deadLetters: Record<string, number> = {};
-  for (const [cls, n] of [...exp.deadLetters].sort()) deadLetters[cls] = n;
+  // Own properties built from the Map (Object.fromEntries), never assignments into `{}`: the
+  // classes are the parser's, but a key must never reach a prototype whatever it is.
+  const deadLetters: Record<string, number> = Object.fromEntries([...exp.deadLetters].sort());
   const examples: Record<string, unknown[]> = {};
   const put = (name: string, e: { items: unknown[] }) => {
     if (e.items.length > 0) examples[name] = e.items;

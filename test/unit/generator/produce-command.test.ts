@@ -17,6 +17,7 @@ describe('parseProduceOptions', () => {
       profileShare: 0.3,
       duplicateShare: 0.02,
       poisonShare: 0.01,
+      hostileKeyShare: 0.01,
       maxMessageBytes: 1024 * 1024,
       shuffleVersions: false,
     });
@@ -44,6 +45,7 @@ describe('parseProduceOptions', () => {
         profileShare: '0.5',
         duplicateShare: '0.1',
         poisonShare: '0.2',
+        hostileKeyShare: '0.3',
         hotClients: '2',
         hotShare: '0.9',
         seed: '42',
@@ -70,6 +72,7 @@ describe('parseProduceOptions', () => {
         profileShare: 0.5,
         duplicateShare: 0.1,
         poisonShare: 0.2,
+        hostileKeyShare: 0.3,
         skew: { hotClients: 2, hotShare: 0.9 },
         maxMessageBytes: 4096,
         shuffleVersions: 0.5,
@@ -94,6 +97,7 @@ describe('parseProduceOptions', () => {
     [{ profileShare: '1.1' }, /^--profile-share "1.1" is invalid: expected a share from 0 to 1/],
     [{ duplicateShare: 'x' }, /^--duplicate-share "x" is invalid/],
     [{ poisonShare: '-0.1' }, /^--poison-share "-0.1" is invalid/],
+    [{ hostileKeyShare: '1.5' }, /^--hostile-key-share "1.5" is invalid: expected a share from 0 to 1/],
     [
       { duplicateShare: '0.5', poisonShare: '0.5' },
       /^--duplicate-share 0.5 and --poison-share 0.5 are invalid together/,
@@ -249,6 +253,7 @@ describe('produceCommand', () => {
       '--profile-share <share>',
       '--duplicate-share <share>',
       '--poison-share <share>',
+      '--hostile-key-share <share>',
       '--hot-clients <n>',
       '--hot-share <share>',
       '--seed <n>',
@@ -262,6 +267,48 @@ describe('produceCommand', () => {
     ]) {
       expect(help).toContain(o);
     }
+  });
+
+  it('--help lists the poison kinds without the hostile keys, which it calls valid data', async () => {
+    const help = (await run(['--help'])).out.join('').replace(/\s+/g, ' ');
+    const poison = /sends poison of every kind in rotation: ([^.]*)\./.exec(help)?.[1];
+    expect(poison).toBe(
+      'invalid JSON, a missing field, a wrong-typed field, oversize (over --max-message-bytes), and a null value',
+    );
+    expect(help).toContain(
+      '--hostile-key-share of those also carry a __proto__, constructor or prototype key inside data (top level or nested), which the contract makes an ordinary, valid field',
+    );
+  });
+
+  it('--hostile-key-share puts __proto__/constructor/prototype keys into that share of valid messages', async () => {
+    const hostile = /"(__proto__|constructor|prototype)":/;
+    const sent = async (share: string) => {
+      const fake = fakeKafka({ topics: ['t'] });
+      const { error } = await run(
+        [
+          '--topic',
+          't',
+          '--count',
+          '400',
+          '--rate',
+          '100000',
+          '--poison-share',
+          '0',
+          '--duplicate-share',
+          '0',
+        ].concat(['--hostile-key-share', share, '--quiet']),
+        { createKafka: fake.createKafka },
+      );
+      expect(error).toBeUndefined();
+      const values = fake.calls.sent.flatMap((r) => r.messages).map((m) => String(m.value));
+      expect(values).toHaveLength(400);
+      return values.filter((v) => hostile.test(v)).length;
+    };
+    expect(await sent('1')).toBe(400);
+    expect(await sent('0')).toBe(0);
+    const half = await sent('0.5');
+    expect(half).toBeGreaterThan(150);
+    expect(half).toBeLessThan(250);
   });
 
   it('creates the topic, sends the plan and prints a JSON summary', async () => {

@@ -139,6 +139,29 @@ describe('reconcile: profiles', () => {
     fieldVersions: { plan: { version: 3, id: 'u3' }, city: { version: 2, id: 'u2' } },
   };
 
+  it('stale does not depend on the order the partitions are read in: a client in several partitions is judged per partition', () => {
+    const p0 = [rec(0, 1, pr('u1', 1, { plan: 'free' })), rec(0, 2, pr('u4', 4, { city: 'Oslo' }))];
+    const p1 = [
+      rec(1, 1, pr('u2', 2, { plan: 'pro' })),
+      rec(1, 2, pr('u0', 0, { plan: 'old' })), // late within its partition: stale in any order
+    ];
+    const orders = [
+      [...p0, ...p1],
+      [...p1, ...p0],
+      [p1[0]!, p0[0]!, p1[1]!, p0[1]!],
+      [p0[0]!, p1[0]!, p0[1]!, p1[1]!],
+    ];
+    for (const order of orders) {
+      const { exp } = expectation(order);
+      expect(exp.counts.stale, order.map((r) => `${r.partition}:${r.offset}`).join(' ')).toBe(1);
+      // The merge itself is order-independent as ever.
+      expect(exp.clients.get('c-1')?.version).toBe(4);
+      expect(exp.clients.get('c-1')?.fields.get('plan')?.stamp).toEqual({ version: 2, id: 'u2' });
+    }
+    // One partition: judged in offset order, as before.
+    expect(expectation([p1[0]!, rec(1, 3, pr('u1', 1, { plan: 'free' }))]).exp.counts.stale).toBe(1);
+  });
+
   it('the per-field (version, id) merge; a rewound field is reported with expected and found value and version', () => {
     const { exp } = expectation(updates);
     expect(exp.counts.duplicates).toBe(1);
@@ -319,8 +342,8 @@ describe('reconcile: hostile keys', () => {
     expect(Object.getOwnPropertyNames(Object.prototype).sort()).toEqual(before);
   });
 
-  // Contract: such keys are ordinary fields. Passes once parse.ts accepts them (the lead's change).
-  it('[needs the worker change: parse.ts accepting these keys] a profile update that sets __proto__ is merged as a field', () => {
+  // Contract: such keys are ordinary fields.
+  it('a profile update that sets __proto__ and prototype is merged as fields, and Object.prototype stays untouched', () => {
     const before = Object.getOwnPropertyNames(Object.prototype).sort();
     const { exp } = expectation([
       rec(
