@@ -193,8 +193,12 @@ async function runWorkerPoint(
     const firstDone = drainSamples.find((s) => s.done > 0) ?? drainSamples[0]!;
     const cpu = cpuBetween(firstDone, drainSamples.at(-1)!, ctx.cores);
     const drainDone = w.last?.done ?? 0;
-    const marksOf = (k: string) => `${ctx.runId}:${k}:${encodeURIComponent(ctx.res.name(`${k}-group`))}:`;
-    let keyPrefix = marksOf(key);
+    const marksOf = (k: string) => ({
+      keyPrefix: `${ctx.runId}:${k}:`,
+      group: ctx.res.name(`${k}-group`),
+      ttlMs: 3_600_000, // PROCESSED_TTL_MS: the worker's default
+    });
+    let marks = marksOf(key);
     if (!drained) {
       notes.push(
         `BATCH_MAX=${o.batchMax}: the backlog did not drain within ${fmt(o.drainCapMs / 1000, 0)} s; rate measured over that time`,
@@ -209,7 +213,7 @@ async function runWorkerPoint(
         env: workerEnv(ctx, `${key}-lat`, [live], o.batchMax),
       });
       workers.push(w);
-      keyPrefix = marksOf(`${key}-lat`);
+      marks = marksOf(`${key}-lat`);
       await sleep(3_000);
     }
     const liveFrom = w.samples.length;
@@ -222,7 +226,7 @@ async function runWorkerPoint(
         kafka: ctx.kafka,
         redis,
         topic: live,
-        keyPrefix,
+        marks,
         ratePerSec: offered,
         durationMs: o.latencyMs,
         seed: o.seed,

@@ -13,14 +13,15 @@ import type { Redis } from 'ioredis';
 import type { Kafka } from 'kafkajs';
 import { runProducer } from '../../src/generator/produce.js';
 import { planWorkload } from '../../src/generator/workload.js';
+import { markGeneration, marksKey } from '../../src/sinks/redis-known-copies.js';
 import { sleep } from './stack.js';
 
 export interface LatencyOptions {
   readonly kafka: Kafka;
   readonly redis: Redis;
   readonly topic: string;
-  /** Where the worker's owner marks live: REDIS_KEY_PREFIX + the encoded group + ':'. */
-  readonly keyPrefix: string;
+  /** Where the worker's owner marks live: its REDIS_KEY_PREFIX, INGEST_GROUP and PROCESSED_TTL_MS. */
+  readonly marks: { readonly keyPrefix: string; readonly group: string; readonly ttlMs: number };
   readonly ratePerSec: number;
   readonly durationMs: number;
   readonly seed: number;
@@ -80,7 +81,13 @@ export async function measureLatency(o: LatencyOptions): Promise<LatencyResult> 
       if (outstanding.size > 0 && t0 !== undefined) {
         const ids = [...outstanding.keys()].slice(0, 2_000);
         try {
-          const marks = await o.redis.mget(ids.map((id) => o.keyPrefix + id));
+          // The worker's marks: this generation's hash or the one before (see RedisKnownCopies).
+          const { keyPrefix, group, ttlMs } = o.marks;
+          const generation = markGeneration(Date.now(), ttlMs);
+          const [current, previous] = await Promise.all(
+            [generation, generation - 1].map((g) => o.redis.hmget(marksKey(keyPrefix, group, g), ...ids)),
+          );
+          const marks = current!.map((m, i) => m ?? previous![i] ?? null);
           const now = performance.now();
           marks.forEach((mark, i) => {
             if (mark === null) return;

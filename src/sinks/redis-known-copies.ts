@@ -64,6 +64,14 @@ end
 return out`;
 const LOOKUP_SHA = createHash('sha1').update(LOOKUP).digest('hex');
 
+/** The hash holding a pipeline's (consumer group's) marks of one generation. */
+export function marksKey(keyPrefix: string, group: string, generation: number): string {
+  return `${keyPrefix}${encodeURIComponent(group)}#${generation}`;
+}
+
+/** The generation of PROCESSED_TTL_MS that a wall-clock time falls in. */
+export const markGeneration = (wallMs: number, ttlMs: number): number => Math.floor(wallMs / ttlMs);
+
 /**
  * A generation's hash outlives the last read that needs it by this much: workers' clocks
  * may disagree a little about when a generation starts.
@@ -93,7 +101,6 @@ const CLOCK_SKEW_MS = 60_000;
  * cost each batch a command timeout), then a probe call decides.
  */
 export class RedisKnownCopies implements KnownCopies {
-  private readonly scope: string;
   private refusals = 0;
   /** False once Redis refused the script (scripting not allowed to this user): a pipeline then. */
   private scripted = true;
@@ -106,13 +113,12 @@ export class RedisKnownCopies implements KnownCopies {
     private readonly options: RedisKnownCopiesOptions,
     private readonly deps: RedisKnownCopiesDeps,
   ) {
-    this.scope = `${options.keyPrefix}${encodeURIComponent(options.group)}#`;
     this.wallClock = deps.wallClock ?? Date.now;
   }
 
   /** The hash of a generation's marks. */
   generationKey(generation: number): string {
-    return `${this.scope}${generation}`;
+    return marksKey(this.options.keyPrefix, this.options.group, generation);
   }
 
   async owners(events: readonly EventKey[]): Promise<ReadonlyMap<string, OriginKey>> {
@@ -183,7 +189,7 @@ export class RedisKnownCopies implements KnownCopies {
   }
 
   private generation(): number {
-    return Math.floor(this.wallClock() / this.options.ttlMs);
+    return markGeneration(this.wallClock(), this.options.ttlMs);
   }
 
   /** Both generations' marks in one script run; falls back to a pipeline where scripts are refused. */
