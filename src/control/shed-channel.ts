@@ -92,6 +92,14 @@ export interface ShedSubscriberOptions {
   readonly onChange?: (decisions: ReadonlyMap<string, ShedDecision>) => void;
   /** A record that is not a decision (it is skipped). */
   readonly onInvalid?: (offset: string, why: string) => void;
+  /**
+   * The session timeout of its consumer (default kafkajs's 30 s). A crash while Kafka is
+   * unreachable leaves its old member in its group until the session runs out, and the
+   * rejoin — and a stop() during it — waits for that: the worker passes its own
+   * KAFKA_SESSION_TIMEOUT_MS, so that its shutdown after a Kafka outage waits no longer on
+   * this consumer than on the ingestion one.
+   */
+  readonly sessionTimeoutMs?: number;
 }
 
 /**
@@ -132,8 +140,12 @@ export class ShedDecisionSubscriber {
     } finally {
       await admin.disconnect();
     }
+    const session = this.o.sessionTimeoutMs;
     this.consumer = this.kafka.consumer({
       groupId: `rxingest-control-${randomUUID()}`,
+      ...(session === undefined
+        ? {}
+        : { sessionTimeout: session, heartbeatInterval: Math.min(3_000, Math.floor(session / 3)) }),
       maxWaitTimeInMs: 200,
       retry: { retries: Number.MAX_SAFE_INTEGER, maxRetryTime: 5_000 },
     });

@@ -65,6 +65,8 @@ export interface WorkerPushbackOptions {
   readonly redis?: Redis;
   /** Records taken in and not finished yet, over every partition (the memory hold waits for them). */
   readonly inFlight: () => number;
+  /** KAFKA_SESSION_TIMEOUT_MS, for the control topic's consumer too (see ShedSubscriberOptions). */
+  readonly sessionTimeoutMs?: number;
   readonly hooks?: PushbackHooks;
 }
 
@@ -152,6 +154,7 @@ export class WorkerPushback {
     this.subscriber = new ShedDecisionSubscriber(o.kafka, {
       controlTopic: s.shedding.controlTopic,
       group: o.group,
+      ...(o.sessionTimeoutMs === undefined ? {} : { sessionTimeoutMs: o.sessionTimeoutMs }),
       onChange: (decisions) => {
         this.shedding.setManual(new Set(decisions.keys()));
         hooks.onManualDecisions?.(decisions);

@@ -139,6 +139,7 @@ export async function startWorker({
     redis,
     // Read only once started, after the registry below exists.
     inFlight: (): number => registry.unfinished,
+    sessionTimeoutMs: config.kafka.sessionTimeoutMs,
     hooks: pushbackReactions({ metrics, log: pushbackLog, holds }),
   });
 

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProducer } from '../../src/generator/produce.js';
 import { planWorkload } from '../../src/generator/workload.js';
+import { KafkaProxy } from '../support/kafka-proxy.js';
 import {
   CONTRACT_METRICS,
   type ParsedText,
@@ -17,14 +18,16 @@ import { spawnWorker, type WorkerProcess } from '../support/worker-process.js';
 
 /**
  * The worker's HTTP server against the real Kafka, Elasticsearch and Redis:
- * /readyz before joining, when ready, and with Elasticsearch unreachable (the
- * worker's ES_NODE is a proxy port the test shuts); /metrics scraped while it
- * ingests; an address in use.
+ * /readyz before joining, when ready, with Kafka unreachable and with Elasticsearch
+ * unreachable (the worker's KAFKA_BROKERS and ES_NODE are proxies the test shuts; the
+ * Kafka one also stands in the broker's address in Metadata answers, so the worker has no
+ * other way to the broker); /metrics scraped while it ingests; an address in use.
  */
 const kafka = kafkaClient();
 const name = uniqueName('ops');
 const topic = `${name}.in`;
 let proxy: TcpProxy;
+let kafkaProxy: KafkaProxy;
 let port: number;
 let worker: WorkerProcess;
 let sentBefore = 0;
@@ -36,9 +39,33 @@ const get = async (path: string) => {
 const scrape = async (): Promise<ParsedText> => parsePrometheusText((await get('/metrics')).text);
 const readyz = async () => {
   const r = await get('/readyz');
-  return { status: r.status, body: JSON.parse(r.text) as { ready: boolean; reason?: string } };
+  return {
+    status: r.status,
+    body: JSON.parse(r.text) as {
+      ready: boolean;
+      reason?: string;
+      checks: Record<'joined' | 'elasticsearch' | 'kafka', { ok: boolean; reason?: string }>;
+    },
+  };
 };
 const log = () => readFileSync(worker.logFile, 'utf8');
+
+/**
+ * A contract metric has series in these scrapes, each with exactly the contract's labels (a
+ * histogram's _count and _sum; its buckets with `le` besides): a labelled metric without a
+ * series, or with a label renamed, added or dropped, fails.
+ */
+function expectContractSeries(scrapes: readonly ParsedText[], metric: string) {
+  const labels = [...CONTRACT_METRICS[metric]!].sort();
+  const histogram = scrapes.some((s) => s.types.get(metric) === 'histogram');
+  const parts = histogram ? ['_count', '_sum', '_bucket'] : [''];
+  for (const part of parts) {
+    const series = scrapes.flatMap((s) => samples(s, `${metric}${part}`));
+    expect(series.length, `${metric}${part}: series`).toBeGreaterThan(0);
+    const want = part === '_bucket' ? [...labels, 'le'].sort() : labels;
+    for (const x of series) expect(Object.keys(x.labels).sort(), `${metric}${part} labels`).toEqual(want);
+  }
+}
 
 async function committedToEnd() {
   const admin = kafka.admin();
@@ -55,7 +82,8 @@ async function committedToEnd() {
   }
 }
 
-async function produce(count: number, seed: number) {
+/** `ageMs`: the messages' `ts` lies that far before they are sent. */
+async function produce(count: number, seed: number, ageMs = 0) {
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
   try {
@@ -66,7 +94,8 @@ async function produce(count: number, seed: number) {
       clients: 100,
       poisonShare: 0.02,
       poisonKinds: ['invalid-json', 'missing-field', 'wrong-type'],
-      baseTimeMs: Date.now(),
+      // A message's ts is baseTimeMs plus its planned send time (the producer keeps to the plan).
+      baseTimeMs: Date.now() - ageMs,
     });
     return (await runProducer({ topic, records }, { producer })).total;
   } finally {
@@ -76,6 +105,7 @@ async function produce(count: number, seed: number) {
 
 beforeAll(async () => {
   proxy = await TcpProxy.to(stackEnv.esNode);
+  kafkaProxy = await KafkaProxy.to(stackEnv.kafkaBrokers);
   port = await freePort();
   worker = spawnWorker(
     {
@@ -86,7 +116,7 @@ beforeAll(async () => {
       PROFILES_INDEX: `${name}-profiles`,
       EVENTS_INDEX: `${name}-events`,
       TRIGGER_RULES: join(process.cwd(), 'examples', 'trigger-rules.json'),
-      KAFKA_BROKERS: stackEnv.kafkaBrokers,
+      KAFKA_BROKERS: kafkaProxy.brokers,
       ES_NODE: proxy.url,
       REDIS_URL: stackEnv.redisUrl,
       REDIS_KEY_PREFIX: `${name}:`,
@@ -108,6 +138,7 @@ afterAll(async () => {
     await worker.exited;
   }
   await proxy.shut();
+  await kafkaProxy.shut();
 });
 
 describe('the HTTP server of a running worker', () => {
@@ -149,7 +180,8 @@ describe('the HTTP server of a running worker', () => {
 
   it('exposes every contract metric while it ingests, and the counters and histograms move', async () => {
     const first = await scrape();
-    const producing = produce(6_000, 7);
+    // Every message's ts a minute before it is sent: the end-to-end latency must say so.
+    const producing = produce(6_000, 7, 60_000);
     // Scrape while records are inside the graphs, not only after the fact.
     const during = await waitFor(
       'a scrape mid-ingest',
@@ -165,11 +197,10 @@ describe('the HTTP server of a running worker', () => {
     await waitFor('every offset committed', () => committedToEnd());
     const last = await scrape();
 
-    for (const [metric, labels] of Object.entries(CONTRACT_METRICS)) {
+    for (const metric of Object.keys(CONTRACT_METRICS)) {
       expect(during.types.has(metric), `${metric} in a scrape mid-ingest`).toBe(true);
-      // Histograms by their _count series; every series carries exactly the contract's labels.
-      const series = samples(during, during.types.get(metric) === 'histogram' ? `${metric}_count` : metric);
-      for (const x of series) expect(Object.keys(x.labels).sort(), metric).toEqual([...labels].sort());
+      // Retries come with an outage: the outage tests below check that series.
+      if (metric !== 'rxingest_retries_total') expectContractSeries([during, last], metric);
     }
     const moved = (metric: string, labels: Record<string, string> = {}) =>
       sumOf(last, metric, labels) - sumOf(first, metric, labels);
@@ -183,8 +214,15 @@ describe('the HTTP server of a running worker', () => {
     expect(moved('rxingest_triggers_total')).toBeGreaterThan(0);
     expect(moved('rxingest_commits_total')).toBeGreaterThan(0);
     expect(moved('rxingest_commit_duration_seconds_count')).toBe(moved('rxingest_commits_total'));
-    expect(moved('rxingest_e2e_latency_seconds_count')).toBe(
-      moved('rxingest_records_done_total', { outcome: 'indexed' }),
+    const latencies = moved('rxingest_e2e_latency_seconds_count');
+    expect(latencies).toBe(moved('rxingest_records_done_total', { outcome: 'indexed' }));
+    // From ts to indexed: a minute plus the time through the producer and the worker, for each.
+    const meanLatency = moved('rxingest_e2e_latency_seconds_sum') / latencies;
+    expect(meanLatency).toBeGreaterThanOrEqual(60);
+    expect(meanLatency).toBeLessThan(90);
+    expect(moved('rxingest_e2e_latency_seconds_bucket', { le: '60' }), 'observed under 60 s').toBe(0);
+    expect(moved('rxingest_e2e_latency_seconds_bucket', { le: '120' }), 'observed under 120 s').toBe(
+      latencies,
     );
     expect(moved('rxingest_es_request_duration_seconds_count', { op: 'bulk' })).toBeGreaterThan(0);
     expect(moved('rxingest_es_request_duration_seconds_count', { op: 'mget' })).toBeGreaterThan(0);
@@ -207,6 +245,24 @@ describe('the HTTP server of a running worker', () => {
     expect(last.samples.some((s) => /client|^id$/i.test(Object.keys(s.labels).join(',')))).toBe(false);
   });
 
+  it('answers /readyz 503 with a reason naming Kafka while Kafka is unreachable, and 200 once it is back', async () => {
+    await kafkaProxy.shut();
+    const down = await waitFor(
+      'not ready',
+      async () => {
+        const r = await readyz();
+        return r.status === 503 ? r : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
+    expect(down.body.ready).toBe(false);
+    expect(down.body.reason).toMatch(/Kafka/);
+    // Kafka is the cause: Elasticsearch is still reachable.
+    expect(down.body.checks.elasticsearch.ok).toBe(true);
+    await kafkaProxy.open();
+    await waitFor('ready again', async () => (await readyz()).status === 200, { timeoutMs: 90_000 });
+  });
+
   it('answers /readyz 503 while Elasticsearch is unreachable, logs the outage as a few lines, and recovers', async () => {
     await proxy.shut();
     const down = await waitFor('not ready', async () => {
@@ -223,6 +279,10 @@ describe('the HTTP server of a running worker', () => {
       async () =>
         sumOf(await scrape(), 'rxingest_retries_total', { target: 'elasticsearch' }) - retriesBefore >= 20,
     );
+    expectContractSeries([await scrape()], 'rxingest_retries_total');
+    expect(
+      samples(await scrape(), 'rxingest_retries_total', { target: 'elasticsearch' }).length,
+    ).toBeGreaterThan(0);
     await proxy.open();
     const sent = await producing;
     await waitFor('ready again', async () => (await readyz()).status === 200);
@@ -243,8 +303,13 @@ describe('the HTTP server of a running worker', () => {
     expect(lines.filter((l) => l.check === 'elasticsearch' && l.msg.startsWith('not ready'))).toHaveLength(1);
   });
 
-  it('drains on SIGTERM and exits 0', async () => {
+  it('drains on SIGTERM and exits 0, promptly after the outages', async () => {
+    const at = Date.now();
     worker.child.kill('SIGTERM');
     expect(await worker.exited).toBe(0);
+    // Nothing is in flight. The consumers' old members from the Kafka outage left their groups
+    // with their sessions (6 s) long ago: a stop that waits on one of them (the control topic's
+    // consumer did, 10-12 s with kafkajs's 30 s session) is a shutdown stuck on the outage.
+    expect(Date.now() - at, 'ms from SIGTERM to exit').toBeLessThan(8_000);
   });
 });

@@ -6,6 +6,7 @@ import { runProducer } from '../../src/generator/produce.js';
 import { planWorkload } from '../../src/generator/workload.js';
 import type { IngestMessage } from '../../src/model/message.js';
 import { startWorker } from '../../src/worker/worker.js';
+import { listeningSockets } from '../support/listening-sockets.js';
 import { createTopics, kafkaClient, stackEnv, uniqueName, waitFor } from '../support/stack.js';
 import { spawnWorker } from '../support/worker-process.js';
 
@@ -87,7 +88,7 @@ describe('worker process', () => {
     }
   });
 
-  it('drains on SIGTERM: exits 0 with everything it took in committed', async () => {
+  it('drains on SIGTERM: exits 0 with everything it took in committed (HTTP_PORT=0: no port open meanwhile)', async () => {
     const name = uniqueName('sigterm');
     const env = isolatedEnv(name);
     await createTopics([{ topic: env.INGEST_TOPICS!, numPartitions: 4 }]);
@@ -116,12 +117,16 @@ describe('worker process', () => {
           intervalMs: 50,
         },
       );
+      // Ingesting, with HTTP_PORT=0: the HTTP server is off, so the worker listens on nothing.
+      expect(listeningSockets(w.child.pid!)).toEqual([]);
       w.child.kill('SIGTERM');
       expect(await w.exited).toBe(0);
     } finally {
       stopProducing.abort();
       await producing.catch(() => undefined);
       await producer.disconnect();
+      // A failed check above must not leave the worker running.
+      if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
     }
     const log = readFileSync(w.logFile, 'utf8')
       .trim()

@@ -1,4 +1,15 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+
+/**
+ * What a protocol-aware proxy does to one connection's bytes: it sees what the client sends
+ * (before it is forwarded or held) and may rewrite what the server answers.
+ */
+export interface ConnectionTap {
+  fromClient?(chunk: Buffer): void;
+  /** The server's bytes on their way to the client (piped through). */
+  readonly toClient?: Duplex;
+}
 
 /**
  * A TCP proxy to a real server that a test can shut (the port then refuses
@@ -9,7 +20,7 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
  */
 export class TcpProxy {
   private server: Server | undefined;
-  private readonly sockets = new Set<Socket>();
+  private readonly sockets = new Set<Duplex>();
   /** While held: what each client sent, not forwarded yet. */
   private held: Map<Socket, { upstream: Socket; chunks: Buffer[] }> | undefined;
   port = 0;
@@ -17,6 +28,8 @@ export class TcpProxy {
   constructor(
     private readonly targetHost: string,
     private readonly targetPort: number,
+    /** A tap for each new client connection (a protocol-aware proxy); none by default. */
+    private readonly tap: () => ConnectionTap = () => ({}),
   ) {}
 
   static async to(url: string): Promise<TcpProxy> {
@@ -33,7 +46,8 @@ export class TcpProxy {
   async open(): Promise<void> {
     const server = createServer((client) => {
       const upstream = connect(this.targetPort, this.targetHost);
-      for (const s of [client, upstream]) {
+      const tap = this.tap();
+      for (const s of [client, upstream, ...(tap.toClient ? [tap.toClient] : [])]) {
         this.sockets.add(s);
         s.on('close', () => this.sockets.delete(s));
         s.on('error', () => {
@@ -42,6 +56,7 @@ export class TcpProxy {
         });
       }
       client.on('data', (chunk: Buffer) => {
+        tap.fromClient?.(chunk);
         if (this.held === undefined) {
           if (!upstream.write(chunk)) client.pause();
           return;
@@ -52,7 +67,8 @@ export class TcpProxy {
       });
       upstream.on('drain', () => client.resume());
       client.on('end', () => upstream.end());
-      upstream.pipe(client);
+      if (tap.toClient) upstream.pipe(tap.toClient).pipe(client);
+      else upstream.pipe(client);
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);

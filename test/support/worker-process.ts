@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-/** A real worker process (`rxingest worker` through tsx, no build step), its log in .stack/logs. */
+/** A real worker process (`rxingest worker` through tsx, no build step, unless asked), its log in .stack/logs. */
 export interface WorkerProcess {
   readonly child: ChildProcess;
   readonly logFile: string;
@@ -12,16 +12,33 @@ export interface WorkerProcess {
   maxRssMb(): number;
 }
 
-export function spawnWorker(env: Record<string, string>, name: string): WorkerProcess {
+export interface SpawnWorkerOptions {
+  /**
+   * `npm-start`: the way the README runs it, `npm start` (its prestart builds dist/, then the
+   * script execs `node dist/cli/main.js worker`); `child` is then the npm process.
+   */
+  readonly via?: 'tsx' | 'npm-start';
+  /** Variables taken out of the environment, to run on their defaults (HTTP_PORT included). */
+  readonly unset?: readonly string[];
+}
+
+export function spawnWorker(
+  env: Record<string, string>,
+  name: string,
+  { via = 'tsx', unset = [] }: SpawnWorkerOptions = {},
+): WorkerProcess {
   const dir = join(process.cwd(), '.stack', 'logs');
   mkdirSync(dir, { recursive: true });
   const logFile = join(dir, `${name}.log`);
   const log = createWriteStream(logFile, { flags: 'a' });
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'worker'], {
-    // HTTP off unless a test asks for it: the default port would clash between workers.
-    env: { ...process.env, LOG_LEVEL: 'info', HTTP_PORT: '0', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  // HTTP off unless a test asks for it: the default port would clash between workers.
+  const childEnv: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'info', HTTP_PORT: '0', ...env };
+  for (const v of unset) delete childEnv[v];
+  const [command, args] =
+    via === 'npm-start'
+      ? ['npm', ['start']]
+      : [process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'worker']];
+  const child = spawn(command, args, { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   child.stdout?.pipe(log);
   child.stderr?.pipe(log);
   let maxRss = 0;
