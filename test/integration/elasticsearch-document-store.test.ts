@@ -540,13 +540,16 @@ describe("ElasticsearchDocumentStore: a fault of the destination is never the re
  * several at once, gets a request-level 429) and a one-thread write pool with a queue
  * of two (shard-level bulks beyond that fail their items with 429, so one bulk answers
  * some items 201 and others 429). Its port is chosen before it starts, so a store can be
- * pointed at it while nothing listens there yet.
+ * pointed at it while nothing listens there yet. It also takes no operation above 16 KB
+ * and no request above 1 MB, for documents larger than a node takes.
  */
 describe('ElasticsearchDocumentStore retries against a second node under pressure', () => {
   const pressure = {
     'indexing_pressure.memory.limit': '64kb',
     'thread_pool.write.size': 1,
     'thread_pool.write.queue_size': 2,
+    'indexing_pressure.memory.max_operation_size': '16kb',
+    'http.max_content_length': '1mb',
   };
   const profilesIndex = uniqueName('rxingest-test-profiles');
   const eventsIndex = uniqueName('rxingest-test-events');
@@ -641,6 +644,46 @@ describe('ElasticsearchDocumentStore retries against a second node under pressur
       const ids = batch.map((e) => e.id);
       expect((await es.count({ index: eventsIndex, query: { ids: { values: ids } } })).count).toBe(
         ids.length,
+      );
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('rejects a document larger than the node takes (over max_operation_size; alone over http.max_content_length) and writes the rest of its batch once', async () => {
+    // One shard: the large document shares its shard's part of every request with small ones.
+    const index = `${eventsIndex}-one-shard`;
+    await es.indices.create({ index, settings: { number_of_shards: 1, number_of_replicas: 0 } });
+    const client = new Client({ node: node!.url, requestTimeout: 30_000 });
+    const seen = countItemStatuses(client);
+    const store = new ElasticsearchDocumentStore(client, { ...options, eventsIndex: index }, silent);
+    try {
+      const small = Array.from({ length: 12 }, (_, i) => event(`fits-${i}`));
+      // 20 KB: over the 16 KB operation limit, so its shard's whole share is refused (429).
+      const overOperation = event('over-operation', { data: { pad: 'o'.repeat(20_000) } });
+      // 1.1 MB: a request holding it is over http.max_content_length (413, refused whole).
+      const overRequest = event('over-request', { data: { pad: 'r'.repeat(1_100_000) } });
+      const batch = [...small.slice(0, 6), overOperation, ...small.slice(6), overRequest];
+      const results = await store.createEvents(batch, AbortSignal.timeout(60_000));
+
+      expect(results[6]).toMatchObject({ status: 'rejected' });
+      expect((results[6] as { reason: string }).reason).toMatch(
+        /^Elasticsearch 429 es_rejected_execution_exception: Request contains an operation of size \[\d+\] bytes, which exceeds the maximum allowed limit of \[16384\] bytes$/,
+      );
+      expect(results[13]).toEqual({
+        status: 'rejected',
+        reason:
+          "Elasticsearch 413 request_entity_too_large: a _bulk request of this document alone was refused whole (413): it is larger than the node's http.max_content_length",
+      });
+      const fits = batch.map((e, i) => [e, results[i]] as const).filter(([e]) => e.id.startsWith('fits-'));
+      for (const [e, r] of fits) expect(r, e.id).toEqual({ status: 'created' });
+      // The small ones refused beside the large one were really refused, and then written once.
+      expect(seen.counts.get(429) ?? 0).toBeGreaterThan(1);
+      expect(seen.counts.get(409) ?? 0).toBe(0);
+      await es.indices.refresh({ index });
+      const res = await es.mget({ index, ids: batch.map((e) => e.id) });
+      expect(res.docs.map((d) => 'found' in d && d.found)).toEqual(
+        batch.map((e) => e.id.startsWith('fits-')),
       );
     } finally {
       await client.close();
