@@ -442,7 +442,8 @@ describe("ElasticsearchDocumentStore: a fault of the destination is never the re
   });
   afterAll(async () => {
     await es.cluster.putSettings({ persistent: { 'action.auto_create_index': null } });
-    await es.indices.delete({ index: `${profilesIndex},${eventsIndex}*`, ignore_unavailable: true });
+    // `*`: the deleted-profiles-index case leaves `${profilesIndex}-unused` behind.
+    await es.indices.delete({ index: `${profilesIndex}*,${eventsIndex}*`, ignore_unavailable: true });
     await es.close();
   });
 

@@ -56,6 +56,13 @@ describe('a real worker: what Elasticsearch refuses', () => {
   });
 
   afterAll(async () => {
+    // A run that failed at the block leaves it on, and a read-only index cannot be deleted.
+    await p?.es.indices
+      .putSettings({
+        index: [p.names.events, p.names.profiles],
+        settings: { 'index.blocks.read_only': null } as never,
+      })
+      .catch(() => undefined);
     await p?.cleanup();
   });
 
