@@ -42,12 +42,28 @@ const DOCUMENT_ERROR_TYPES = new Set([
 const DOCUMENT_ARGUMENT = /\b(field|fields|term|mapper|mapping|document|value|parse|type)\b/i;
 const DESTINATION_ARGUMENT = /\b(alias|write index|closed|block|shard|privilege|read-only|read_only)\b/i;
 
+const OVERSIZED_OPERATION = /operation of size \[\d+\] bytes, which exceeds the maximum allowed limit/;
+
+/**
+ * Elasticsearch 9's refusal of a bulk operation larger than the node's
+ * `indexing_pressure.memory.max_operation_size` (10% of the heap by default): a 429
+ * `es_rejected_execution_exception` "Request contains an operation of size [N] bytes, which
+ * exceeds the maximum allowed limit of [M] bytes". Every item of that shard's share of the
+ * request gets it, the small ones too, so it names a document only once that document was
+ * alone in its shard's share: BulkRequests re-sends such items apart until then.
+ */
+export function isOversizedOperation(status: number, error: ElasticsearchItemError | undefined): boolean {
+  return status === 429 && OVERSIZED_OPERATION.test(error?.reason ?? '');
+}
+
 /**
  * A bulk item's failure (status other than 2xx; 409 is decided by the caller since it
  * means "exists" for a create and "lost the race" for a conditional write).
  */
 export function classifyItemError(status: number, error: ElasticsearchItemError | undefined): FailureClass {
-  if (status === 413) return 'bad-data';
+  // A document too large: over http.max_content_length alone (413), or over the largest
+  // operation a node takes (see isOversizedOperation). It will be refused every time.
+  if (status === 413 || isOversizedOperation(status, error)) return 'bad-data';
   if (status === 400) {
     const types = errorChain(error).map((e) => e.type ?? '');
     if (types.some((t) => DOCUMENT_ERROR_TYPES.has(t))) return 'bad-data';

@@ -1,6 +1,6 @@
 import type { Client } from '@elastic/elasticsearch';
 import type { Logger } from 'pino';
-import type { ElasticsearchItemError } from '../model/failures.js';
+import { type ElasticsearchItemError, isOversizedOperation } from '../model/failures.js';
 import { type Attempt, attemptRequest, type RequestContext } from './elasticsearch-request.js';
 import { bulkOutcome } from './elasticsearch-request-outcome.js';
 
@@ -86,15 +86,15 @@ export class BulkRequests {
       (answer) => bulkOutcome(answer.items as unknown as BulkAnswer[]),
     );
     if (!res.done) {
-      const status = (res.cause as { meta?: { statusCode?: number } } | undefined)?.meta?.statusCode;
+      const status = statusOf(res);
       if (status !== 429 && status !== 413) return res;
+      // One document larger than the node takes in a request: it will never go through.
+      if (status === 413 && items === 1) return { done: true, value: [tooLargeAlone(operations[0])] };
       this.shrink(items);
-      const refused: BulkAnswer[] = [];
-      for (let k = 0; k < items; k++)
-        refused.push(refusedWhole(operations[k * linesPerItem], status, res.why));
-      return { done: true, value: refused };
+      return { done: true, value: refusedAll(operations, linesPerItem, status, res.why) };
     }
     const answers = res.value.items as unknown as BulkAnswer[];
+    if (items > 1) await this.isolateOversized(context, operations, linesPerItem, answers);
     let rejected = 0;
     for (const a of answers) if (firstResult(a)?.status === 429) rejected++;
     if (rejected === items && refusedForSize(firstResult(answers[0]!))) this.shrink(items);
@@ -103,6 +103,38 @@ export class BulkRequests {
       this.successes = 0;
     }
     return { done: true, value: answers };
+  }
+
+  /**
+   * Items refused because some operation of their shard's share of the request is larger
+   * than the node takes (isOversizedOperation): every item of that share gets the refusal and
+   * the answer does not say which one is large. Sends them again in halves, each half handled
+   * the same way, until a refused item is the only one of its share: then the refusal is its
+   * own (a dead letter), and the others went through — a few requests per large document,
+   * instead of the whole share refused again on every retry, for ever.
+   */
+  private async isolateOversized(
+    context: RequestContext,
+    operations: unknown[],
+    linesPerItem: number,
+    answers: BulkAnswer[],
+  ): Promise<void> {
+    const refused: number[] = [];
+    answers.forEach((a, k) => {
+      const r = firstResult(a);
+      if (r !== undefined && isOversizedOperation(r.status, r.error)) refused.push(k);
+    });
+    if (refused.length < 2) return;
+    const half = Math.ceil(refused.length / 2);
+    for (const part of [refused.slice(0, half), refused.slice(half)]) {
+      const ops = part.flatMap((k) => operations.slice(k * linesPerItem, (k + 1) * linesPerItem));
+      const res = await this.send(context, ops, linesPerItem);
+      // Not answered (the node away meanwhile): refused for now, retried by the store.
+      const again = res.done ? res.value : refusedAll(ops, linesPerItem, statusOf(res), res.why);
+      part.forEach((k, n) => {
+        answers[k] = again[n]!;
+      });
+    }
   }
 
   private shrink(items: number): void {
@@ -155,13 +187,47 @@ export function bulkBody(operations: readonly unknown[]): string {
   return lines.join('\n');
 }
 
-/** The answer of an item whose request was refused whole: a retriable item-level refusal. */
-function refusedWhole(action: unknown, status: number, why: string): BulkAnswer {
-  const op = typeof action === 'string' ? /^\{"(\w+)"/.exec(action)?.[1] : Object.keys(action as object)[0];
+const statusOf = (res: { cause?: unknown }): number | undefined =>
+  (res.cause as { meta?: { statusCode?: number } } | undefined)?.meta?.statusCode;
+
+/** The action of an action line (`create`, `index`, `delete`), as the answer names it. */
+const actionOf = (action: unknown): string =>
+  (typeof action === 'string' ? /^\{"(\w+)"/.exec(action)?.[1] : Object.keys(action as object)[0]) ?? 'index';
+
+/** The answers of items whose request was refused whole: retriable item-level refusals. */
+function refusedAll(
+  operations: readonly unknown[],
+  linesPerItem: number,
+  status: number | undefined,
+  why: string,
+): BulkAnswer[] {
+  const out: BulkAnswer[] = [];
+  for (let k = 0; k < operations.length / linesPerItem; k++)
+    out.push({
+      [actionOf(operations[k * linesPerItem])]: {
+        status: 429,
+        error: {
+          type: 'es_rejected_execution_exception',
+          reason: `refused whole (${status ?? 'no answer'}): ${why}`,
+        },
+      },
+    });
+  return out;
+}
+
+/**
+ * The answer of a document sent alone and refused whole with 413: larger than the node's
+ * `http.max_content_length` by itself, so it is refused every time (a dead letter).
+ */
+function tooLargeAlone(action: unknown): BulkAnswer {
   return {
-    [op ?? 'index']: {
-      status: 429,
-      error: { type: 'es_rejected_execution_exception', reason: `refused whole (${status}): ${why}` },
+    [actionOf(action)]: {
+      status: 413,
+      error: {
+        type: 'request_entity_too_large',
+        reason:
+          "a _bulk request of this document alone was refused whole (413): it is larger than the node's http.max_content_length",
+      },
     },
   };
 }

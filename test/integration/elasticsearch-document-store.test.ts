@@ -9,7 +9,8 @@ import { IndexEpochs } from '../../src/sinks/elasticsearch-index-epochs.js';
 import type { EventDocument, EventWrite } from '../../src/sinks/ports.js';
 import { RecentProfiles } from '../../src/sinks/recent-profiles.js';
 import { type ExtraEsNode, freePort, startExtraEsNode } from '../support/extra-es-node.js';
-import { esClient, uniqueName, waitFor } from '../support/stack.js';
+import { HttpFaultProxy } from '../support/http-fault-proxy.js';
+import { esClient, stackEnv, uniqueName, waitFor } from '../support/stack.js';
 
 /**
  * ElasticsearchDocumentStore against a real Elasticsearch: what InMemoryDocumentStore
@@ -25,10 +26,19 @@ const captureLog = () => {
   return { log, lines };
 };
 
-async function createIndices(es: Client, profilesIndex: string, eventsIndex: string, shards = 1) {
-  const settings = { number_of_shards: shards, number_of_replicas: 0 };
+async function createIndices(
+  es: Client,
+  profilesIndex: string,
+  eventsIndex: string,
+  shards = 1,
+  /** More index settings; with them the create does not wait for the shards to start. */
+  extra: Record<string, unknown> = {},
+) {
+  const settings = { number_of_shards: shards, number_of_replicas: 0, ...extra };
+  const wait = Object.keys(extra).length > 0 ? { wait_for_active_shards: 0 as const } : {};
   await es.indices.create({
     index: profilesIndex,
+    ...wait,
     settings,
     mappings: {
       properties: {
@@ -41,6 +51,7 @@ async function createIndices(es: Client, profilesIndex: string, eventsIndex: str
   });
   await es.indices.create({
     index: eventsIndex,
+    ...wait,
     settings,
     mappings: {
       properties: {
@@ -107,18 +118,38 @@ function expectedProfile(updates: readonly ProfileUpdate[]) {
   };
 }
 
-/** Counts bulk items answered with a given status, as the server sent them. */
+/** Counts bulk items answered with a given status and error type, as the server sent them. */
 function countItemStatuses(client: Client) {
   const counts = new Map<number, number>();
+  const types = new Map<string, number>();
   const bulks: number[][] = [];
   client.diagnostic.on('response', (_err, result) => {
-    const items = (result?.body as { items?: Record<string, { status: number }>[] } | undefined)?.items;
+    const items = (
+      result?.body as { items?: Record<string, { status: number; error?: { type?: string } }>[] } | undefined
+    )?.items;
     if (!Array.isArray(items)) return;
-    const statuses = items.map((item) => Object.values(item)[0]!.status);
-    bulks.push(statuses);
-    for (const s of statuses) counts.set(s, (counts.get(s) ?? 0) + 1);
+    const results = items.map((item) => Object.values(item)[0]!);
+    bulks.push(results.map((r) => r.status));
+    for (const r of results) {
+      counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
+      if (r.error?.type) types.set(r.error.type, (types.get(r.error.type) ?? 0) + 1);
+    }
   });
-  return { counts, bulks };
+  return { counts, types, bulks };
+}
+
+/** A promise and whether it has settled yet: a write that waits has not. */
+function tracked<T>(promise: Promise<T>): { readonly promise: Promise<T>; readonly settled: boolean } {
+  const t = { promise, settled: false };
+  promise.then(
+    () => {
+      t.settled = true;
+    },
+    () => {
+      t.settled = true;
+    },
+  );
+  return t;
 }
 
 describe('ElasticsearchDocumentStore against the stack Elasticsearch', () => {
@@ -411,7 +442,8 @@ describe("ElasticsearchDocumentStore: a fault of the destination is never the re
   });
   afterAll(async () => {
     await es.cluster.putSettings({ persistent: { 'action.auto_create_index': null } });
-    await es.indices.delete({ index: `${profilesIndex},${eventsIndex}*`, ignore_unavailable: true });
+    // `*`: the deleted-profiles-index case leaves `${profilesIndex}-unused` behind.
+    await es.indices.delete({ index: `${profilesIndex}*,${eventsIndex}*`, ignore_unavailable: true });
     await es.close();
   });
 
@@ -437,6 +469,168 @@ describe("ElasticsearchDocumentStore: a fault of the destination is never the re
     const [eventResults, profileResults] = await writing;
     expect(eventResults).toEqual([{ status: 'created' }, { status: 'created' }]);
     expect(profileResults).toEqual([{ status: 'applied' }]);
+  });
+
+  it.each([
+    ['index.blocks.read_only', 403],
+    ['index.blocks.read_only_allow_delete', 429],
+  ] as const)(
+    'retries writes to an index under %s (cluster_block_exception %i) until the block is lifted',
+    async (block, status) => {
+      const indices = [profilesIndex, eventsIndex];
+      const lift = () => es.indices.putSettings({ index: indices, settings: { [block]: null } as never });
+      await es.indices.putSettings({ index: indices, settings: { [block]: true } });
+      try {
+        const { counts, types } = countItemStatuses(es);
+        const tag = block.replace(/\W/g, '-');
+        const events = [event(`${tag}-1`), event(`${tag}-2`)];
+        const writing = tracked(
+          Promise.all([
+            store.createEvents(events),
+            store.mergeProfiles([one(profile(tag, `${tag}-p`, 1, { plan: 'pro' }))]),
+          ]),
+        );
+        // Two rounds of every item refused: the events and the profile (its read goes through).
+        await waitFor(
+          `items refused ${status} cluster_block_exception`,
+          () => (counts.get(status) ?? 0) >= 6 && (types.get('cluster_block_exception') ?? 0) >= 6,
+          { timeoutMs: 10_000, intervalMs: 20 },
+        );
+        expect(writing.settled, 'the writes wait while the index is blocked').toBe(false);
+        await lift();
+        const [eventResults, profileResults] = await writing.promise;
+        expect(eventResults).toEqual([{ status: 'created' }, { status: 'created' }]);
+        expect(profileResults).toEqual([{ status: 'applied' }]);
+        const doc = await es.get<ProfileDocument>({ index: profilesIndex, id: tag });
+        expect(doc._source?.data).toEqual({ plan: 'pro' });
+      } finally {
+        await lift(); // the tests after this one write to these indices too
+      }
+    },
+  );
+
+  it('waits while the primary shards cannot be allocated (bulks time out, mget answers no_shard_available_action_exception) and writes once they are', async () => {
+    const unassigned = {
+      profiles: uniqueName('rxingest-test-red-p'),
+      events: uniqueName('rxingest-test-red-e'),
+    };
+    const nowhere = { 'index.routing.allocation.require._name': 'no-such-node' };
+    await createIndices(es, unassigned.profiles, unassigned.events, 1, nowhere);
+    // As the worker's client: no retries of its own, a request timeout shorter than the node's
+    // one minute wait for an active primary.
+    const client = new Client({ node: stackEnv.esNode, requestTimeout: 1_000, maxRetries: 0 });
+    let timeouts = 0;
+    let noShard = 0;
+    client.diagnostic.on('response', (err, result) => {
+      if (err?.name === 'TimeoutError') timeouts++;
+      const docs = (result?.body as { docs?: { error?: { type?: string } }[] } | undefined)?.docs ?? [];
+      noShard += docs.filter((d) => d.error?.type === 'no_shard_available_action_exception').length;
+    });
+    const red = new ElasticsearchDocumentStore(
+      client,
+      { profilesIndex: unassigned.profiles, eventsIndex: unassigned.events, retry: policy(20, 200) },
+      silent,
+    );
+    try {
+      const events = [event('red-1'), event('red-2'), event('red-3')];
+      const writing = tracked(
+        Promise.all([
+          red.createEvents(events),
+          red.mergeProfiles([one(profile('red', 'red-p', 1, { plan: 'pro' }))]),
+        ]),
+      );
+      await waitFor('bulks timed out and reads refused', () => timeouts >= 2 && noShard >= 2, {
+        timeoutMs: 20_000,
+        intervalMs: 20,
+      });
+      const health = await es.cluster.health({ index: [unassigned.profiles, unassigned.events] });
+      expect(health.status).toBe('red');
+      expect(writing.settled, 'the writes wait while no primary is active').toBe(false);
+
+      await es.indices.putSettings({
+        index: [unassigned.profiles, unassigned.events],
+        settings: { 'index.routing.allocation.require._name': null } as never,
+      });
+      const [eventResults, profileResults] = await writing.promise;
+      // A bulk that timed out on the client still waits on the node and may create an event
+      // once the shard starts: the store then reads its own origin there (a replay), never a copy.
+      events.forEach((e, i) => {
+        const mine = [{ status: 'created' }, { status: 'exists', owner: originKey(e) }];
+        expect(mine, e.id).toContainEqual(eventResults[i]);
+      });
+      expect(profileResults).toEqual([{ status: 'applied' }]);
+      await es.indices.refresh({ index: unassigned.events });
+      expect((await es.count({ index: unassigned.events })).count).toBe(events.length);
+      const stored = await es.mget<EventDocument['source']>({
+        index: unassigned.events,
+        ids: events.map((e) => e.id),
+      });
+      expect(stored.docs.map((d) => ('_source' in d ? d._source : undefined))).toEqual(
+        events.map((e) => e.source),
+      );
+    } finally {
+      await client.close();
+      await es.indices.delete({ index: [unassigned.profiles, unassigned.events], ignore_unavailable: true });
+    }
+  });
+
+  it('retries 5xx answers — made by an HTTP proxy in front of the node: 503 without forwarding, then 502 after the node did the writes — and writes everything once', async () => {
+    const proxy = await HttpFaultProxy.to(stackEnv.esNode);
+    const client = new Client({ node: proxy.url, requestTimeout: 10_000, maxRetries: 0 });
+    const behind = new ElasticsearchDocumentStore(
+      client,
+      { profilesIndex, eventsIndex, retry: policy(20, 200) },
+      silent,
+    );
+    const exists = (index: string, id: string) => es.exists({ index, id });
+    try {
+      proxy.refuse(503);
+      const events = [event('5xx-1'), event('5xx-2')];
+      const writing = tracked(
+        Promise.all([
+          behind.createEvents(events),
+          behind.mergeProfiles([one(profile('5xx', '5xx-p', 1, { plan: 'pro' }))]),
+        ]),
+      );
+      await waitFor(
+        'bulks and reads answered 503',
+        () => proxy.madeFor('/_bulk') >= 2 && proxy.madeFor('/_mget') >= 2,
+        {
+          timeoutMs: 10_000,
+          intervalMs: 20,
+        },
+      );
+      expect(writing.settled, 'the writes wait while the answers are 503').toBe(false);
+      expect(await exists(eventsIndex, '5xx-1')).toBe(false);
+
+      // Now the node does the writes, and the store hears 502 instead of their answers (its
+      // reads go through, so the update is read back as done: stale, while the events wait).
+      proxy.loseAnswers(502, '/_bulk');
+      await waitFor(
+        'the writes done by the node while the answers were lost',
+        async () =>
+          (await exists(eventsIndex, '5xx-1')) &&
+          (await exists(eventsIndex, '5xx-2')) &&
+          (await exists(profilesIndex, '5xx')),
+        { timeoutMs: 10_000, intervalMs: 50 },
+      );
+      expect(writing.settled, 'the event writes wait while their answers are 502').toBe(false);
+
+      proxy.forward();
+      const [eventResults, profileResults] = await writing.promise;
+      // What the node did unheard is found, not done twice: each event names its own record as
+      // its creator (a replay, which still triggers), and the update is already in (stale).
+      expect(eventResults).toEqual(events.map((e) => ({ status: 'exists', owner: originKey(e) })));
+      expect(profileResults).toEqual([{ status: 'stale' }]);
+      const doc = await es.get<ProfileDocument>({ index: profilesIndex, id: '5xx' });
+      expect({ version: doc._source?.version, data: doc._source?.data }).toEqual({
+        version: 1,
+        data: { plan: 'pro' },
+      });
+    } finally {
+      await client.close();
+      await proxy.close();
+    }
   });
 
   it('waits for a deleted events index while auto-create is off, never rejecting, and writes once it is back', async () => {
@@ -540,13 +734,16 @@ describe("ElasticsearchDocumentStore: a fault of the destination is never the re
  * several at once, gets a request-level 429) and a one-thread write pool with a queue
  * of two (shard-level bulks beyond that fail their items with 429, so one bulk answers
  * some items 201 and others 429). Its port is chosen before it starts, so a store can be
- * pointed at it while nothing listens there yet.
+ * pointed at it while nothing listens there yet. It also takes no operation above 16 KB
+ * and no request above 1 MB, for documents larger than a node takes.
  */
 describe('ElasticsearchDocumentStore retries against a second node under pressure', () => {
   const pressure = {
     'indexing_pressure.memory.limit': '64kb',
     'thread_pool.write.size': 1,
     'thread_pool.write.queue_size': 2,
+    'indexing_pressure.memory.max_operation_size': '16kb',
+    'http.max_content_length': '1mb',
   };
   const profilesIndex = uniqueName('rxingest-test-profiles');
   const eventsIndex = uniqueName('rxingest-test-events');
@@ -641,6 +838,46 @@ describe('ElasticsearchDocumentStore retries against a second node under pressur
       const ids = batch.map((e) => e.id);
       expect((await es.count({ index: eventsIndex, query: { ids: { values: ids } } })).count).toBe(
         ids.length,
+      );
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('rejects a document larger than the node takes (over max_operation_size; alone over http.max_content_length) and writes the rest of its batch once', async () => {
+    // One shard: the large document shares its shard's part of every request with small ones.
+    const index = `${eventsIndex}-one-shard`;
+    await es.indices.create({ index, settings: { number_of_shards: 1, number_of_replicas: 0 } });
+    const client = new Client({ node: node!.url, requestTimeout: 30_000 });
+    const seen = countItemStatuses(client);
+    const store = new ElasticsearchDocumentStore(client, { ...options, eventsIndex: index }, silent);
+    try {
+      const small = Array.from({ length: 12 }, (_, i) => event(`fits-${i}`));
+      // 20 KB: over the 16 KB operation limit, so its shard's whole share is refused (429).
+      const overOperation = event('over-operation', { data: { pad: 'o'.repeat(20_000) } });
+      // 1.1 MB: a request holding it is over http.max_content_length (413, refused whole).
+      const overRequest = event('over-request', { data: { pad: 'r'.repeat(1_100_000) } });
+      const batch = [...small.slice(0, 6), overOperation, ...small.slice(6), overRequest];
+      const results = await store.createEvents(batch, AbortSignal.timeout(60_000));
+
+      expect(results[6]).toMatchObject({ status: 'rejected' });
+      expect((results[6] as { reason: string }).reason).toMatch(
+        /^Elasticsearch 429 es_rejected_execution_exception: Request contains an operation of size \[\d+\] bytes, which exceeds the maximum allowed limit of \[16384\] bytes$/,
+      );
+      expect(results[13]).toEqual({
+        status: 'rejected',
+        reason:
+          "Elasticsearch 413 request_entity_too_large: a _bulk request of this document alone was refused whole (413): it is larger than the node's http.max_content_length",
+      });
+      const fits = batch.map((e, i) => [e, results[i]] as const).filter(([e]) => e.id.startsWith('fits-'));
+      for (const [e, r] of fits) expect(r, e.id).toEqual({ status: 'created' });
+      // The small ones refused beside the large one were really refused, and then written once.
+      expect(seen.counts.get(429) ?? 0).toBeGreaterThan(1);
+      expect(seen.counts.get(409) ?? 0).toBe(0);
+      await es.indices.refresh({ index });
+      const res = await es.mget({ index, ids: batch.map((e) => e.id) });
+      expect(res.docs.map((d) => 'found' in d && d.found)).toEqual(
+        batch.map((e) => e.id.startsWith('fits-')),
       );
     } finally {
       await client.close();

@@ -29,6 +29,13 @@ export interface ExpectedStateOptions {
   readonly matchProfiles?: boolean;
   /** TOMBSTONES: what a null value does. Default `dead-letter`. */
   readonly tombstones?: 'dead-letter' | 'ignore' | 'delete';
+  /**
+   * Valid messages that the test's own Elasticsearch mapping refuses (for example a string
+   * where the test mapped a number): dead letters of class `rejected`, in no index, firing no
+   * trigger (contract: a refusal of the document itself). Default none. A re-sent copy of a
+   * refused message is not modelled: do not send one.
+   */
+  readonly refused?: (m: ValidMessage) => boolean;
 }
 
 /**
@@ -48,7 +55,8 @@ export interface PoisonVerdict {
   /**
    * The class the oracle would give it: `too-large`, `invalid-json`, `schema` (also nesting
    * deeper than Elasticsearch's 1,000 levels), or `tombstone` (a null value under
-   * TOMBSTONES=dead-letter). The contract fixes only that it is poison.
+   * TOMBSTONES=dead-letter). The contract fixes only that it is poison. `rejected`: valid,
+   * but refused by the mapping (options.refused); the contract fixes that class.
    */
   readonly errorClass: OracleErrorClass;
   readonly reason: string;
@@ -279,6 +287,8 @@ export function expectedState(
     const verdict = classifyValue(value, maxBytes);
     if (!verdict.ok) {
       poison.push({ index, value, errorClass: verdict.errorClass, reason: verdict.reason });
+    } else if (options.refused?.(verdict.message)) {
+      poison.push({ index, value, errorClass: 'rejected', reason: 'refused by the mapping' });
     } else {
       accepted++;
       const seen = firstById.get(verdict.message.id);

@@ -281,7 +281,8 @@ export class Pipeline {
    * The contract, checked from outside: committed offsets at every partition's end; each
    * unique event once with its body and an origin that is a record carrying its id; each
    * profile per field and version; each trigger exactly once (kcat, read_committed); each
-   * poison record exactly once in the DLQ with the contract headers.
+   * poison record exactly once in the DLQ with the contract headers (class `rejected` for the
+   * documents the oracle was told the mapping refuses).
    */
   async assertContract(
     expected: ExpectedState,
@@ -371,8 +372,13 @@ export class Pipeline {
     expect(dlq.map((d) => b64(d.value)).sort(), 'dead letters').toEqual(
       expected.poison.map((p) => b64(p.value)).sort(),
     );
+    const refused = new Set(
+      expected.poison.filter((q) => q.errorClass === 'rejected').map((q) => b64(q.value)),
+    );
     for (const d of dlq) {
-      expect(d.headers['x-error-class']).toMatch(/^(invalid-json|schema|too-large|tombstone)$/);
+      if (refused.has(b64(d.value)))
+        expect(d.headers['x-error-class'], 'a refused document').toBe('rejected');
+      else expect(d.headers['x-error-class']).toMatch(/^(invalid-json|schema|too-large|tombstone)$/);
       expect(d.headers['x-error-message']?.length).toBeGreaterThan(0);
       expect(d.headers['x-source-topic']).toBe(names.topic);
       expect(Number(d.headers['x-source-partition'])).toBeLessThan(this.partitions);

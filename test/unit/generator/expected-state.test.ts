@@ -279,3 +279,32 @@ describe('expectedState on a generated workload', () => {
     expect(snapshot([...values].reverse())).toEqual(reference);
   });
 });
+
+describe('expectedState: documents the mapping refuses (options.refused)', () => {
+  it('makes them dead letters of class rejected, in no index, merging nothing and triggering nothing', () => {
+    const rules: TriggerRule[] = [{ id: 'welcome', when: { type: 'event', name: 'signup' }, emit: 'w' }];
+    const values = [
+      profile('p-1', 'c-1', 1, { amount: 5, plan: 'free' }),
+      profile('p-2', 'c-1', 2, { amount: 'five' }),
+      profile('p-3', 'c-1', 3, { plan: 'pro' }),
+      profile('p-4', 'c-2', 1, { amount: 'none' }),
+      event('e-1', 'c-1', 'signup', { amount: 'free' }),
+      event('e-2', 'c-1', 'signup', { amount: 1 }),
+    ];
+    const state = expectedState(values, {
+      rules,
+      refused: (m) => Object.hasOwn(m.data, 'amount') && typeof m.data.amount !== 'number',
+    });
+    expect(state.poison.map((q) => [q.index, q.errorClass])).toEqual([
+      [1, 'rejected'],
+      [3, 'rejected'],
+      [4, 'rejected'],
+    ]);
+    expect(state.accepted).toBe(3);
+    expect(Object.fromEntries([...state.profiles].map(([k, v]) => [k, toPlain(v)]))).toEqual({
+      'c-1': { version: 3, data: { amount: 5, plan: 'pro' } },
+    });
+    expect([...state.events.keys()]).toEqual(['e-2']);
+    expect([...state.triggers.keys()]).toEqual(['e-2:welcome']);
+  });
+});

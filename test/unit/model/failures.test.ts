@@ -46,6 +46,15 @@ describe('classifyItemError: a bulk item Elasticsearch refused', () => {
       { type: 'illegal_argument_exception', reason: 'field [data] has a bad value' },
     ],
     ['a document too large (413)', 413, undefined],
+    [
+      'a document larger than the node takes (429 naming an operation over max_operation_size)',
+      429,
+      {
+        type: 'es_rejected_execution_exception',
+        reason:
+          'Request contains an operation of size [10226] bytes, which exceeds the maximum allowed limit of [8192] bytes',
+      },
+    ],
   ])('is bad data for %s', (_, status, error) => {
     expect(classifyItemError(status, error)).toBe('bad-data');
   });
@@ -55,6 +64,15 @@ describe('classifyItemError: a bulk item Elasticsearch refused', () => {
       '429 es_rejected_execution_exception',
       429,
       { type: 'es_rejected_execution_exception', reason: 'rejected execution' },
+    ],
+    [
+      '429 from the indexing-pressure limit (bytes in flight, not one operation)',
+      429,
+      {
+        type: 'es_rejected_execution_exception',
+        reason:
+          'rejected execution of primary operation [coordinating_and_primary_bytes=0, replica_bytes=0, all_bytes=0, primary_operation_bytes=70311, max_primary_bytes=65536]',
+      },
     ],
     ['500', 500, { type: 'exception', reason: 'boom' }],
     [

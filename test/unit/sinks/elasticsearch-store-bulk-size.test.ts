@@ -131,3 +131,98 @@ describe('ElasticsearchDocumentStore: bulks larger than the cluster takes', () =
     expect(requests).toEqual([100, 100, 100, 100]);
   });
 });
+
+/** Elasticsearch 9's words for an operation over `indexing_pressure.memory.max_operation_size`. */
+const oversized = (size: number, limit: number) =>
+  `Request contains an operation of size [${size}] bytes, which exceeds the maximum allowed limit of [${limit}] bytes`;
+
+/**
+ * A one-shard node with a largest operation it takes (`maxOperation` bytes of source), as
+ * Elasticsearch 9 checks it: per shard request, so every item of a request that holds one
+ * larger document is refused (429) with the size of the largest, the small ones too; and
+ * optionally an `http.max_content_length` (`maxRequest` bytes of body: 413, no body).
+ * It counts what it created per id, so a document written twice would show.
+ */
+class OperationLimitedNode {
+  readonly requests: number[] = [];
+  readonly created = new Map<string, number>();
+  constructor(
+    private readonly maxOperation: number,
+    private readonly maxRequest = Number.POSITIVE_INFINITY,
+  ) {}
+  async bulk({ operations: body }: { operations: string }) {
+    const lines = bulkLines(body);
+    this.requests.push(lines.length / 2);
+    if (body.length > this.maxRequest) {
+      throw new errors.ResponseError({
+        statusCode: 413,
+        body: '',
+        headers: {},
+        warnings: null,
+        meta: {} as never,
+      });
+    }
+    const sizes = lines.filter((_, i) => i % 2 === 1).map((s) => JSON.stringify(s).length);
+    const largest = Math.max(...sizes);
+    return {
+      items: lines
+        .filter((_, i) => i % 2 === 0)
+        .map((action) => {
+          const id = (action as { create: { _id: string } }).create._id;
+          if (largest > this.maxOperation)
+            return {
+              create: {
+                status: 429,
+                error: {
+                  type: 'es_rejected_execution_exception',
+                  reason: oversized(largest, this.maxOperation),
+                },
+              },
+            };
+          this.created.set(id, (this.created.get(id) ?? 0) + 1);
+          return { create: { status: 201 } };
+        }),
+    };
+  }
+}
+
+const withPad = (id: string, bytes: number) => {
+  const e = event(id);
+  return { ...e, source: { ...e.source, data: { pad: 'x'.repeat(bytes) } } };
+};
+
+describe('ElasticsearchDocumentStore: a document larger than the node takes', () => {
+  it('isolates documents over max_operation_size (their whole shard request is refused): they are rejected, the others written once', async () => {
+    const node = new OperationLimitedNode(2_000);
+    const store = storeOn(node as never);
+    const large = new Set([7, 23]);
+    const events = Array.from({ length: 40 }, (_, i) => withPad(`o-${i}`, large.has(i) ? 5_000 : 100));
+    const results = await store.createEvents(events, AbortSignal.timeout(5_000));
+    events.forEach((e, i) => {
+      if (large.has(i)) {
+        expect(results[i]).toMatchObject({ status: 'rejected' });
+        expect((results[i] as { reason: string }).reason).toMatch(
+          /^Elasticsearch 429 es_rejected_execution_exception: Request contains an operation of size \[\d+\] bytes, which exceeds the maximum allowed limit of \[2000\] bytes$/,
+        );
+      } else expect(results[i], e.id).toEqual({ status: 'created' });
+    });
+    expect(node.created.size).toBe(38);
+    expect([...node.created.values()].every((n) => n === 1)).toBe(true);
+    // Halving finds each large one in a few requests, not one request per document.
+    expect(node.requests.length).toBeLessThanOrEqual(1 + 2 * 2 * Math.ceil(Math.log2(40)));
+  });
+
+  it('rejects a document that a request of it alone exceeds http.max_content_length with (413), and writes the others', async () => {
+    const node = new OperationLimitedNode(Number.POSITIVE_INFINITY, 4_000);
+    const store = storeOn(node as never);
+    const events = Array.from({ length: 10 }, (_, i) => withPad(`m-${i}`, i === 4 ? 6_000 : 100));
+    const results = await store.createEvents(events, AbortSignal.timeout(5_000));
+    expect(results[4]).toEqual({
+      status: 'rejected',
+      reason:
+        "Elasticsearch 413 request_entity_too_large: a _bulk request of this document alone was refused whole (413): it is larger than the node's http.max_content_length",
+    });
+    expect(results.filter((r) => r.status === 'created')).toHaveLength(9);
+    expect([...node.created.values()].every((n) => n === 1)).toBe(true);
+  });
+});
