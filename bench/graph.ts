@@ -15,10 +15,11 @@
  *                                                        |   confirm), known-copy lookup, write
  *                                                        |   stage, owners, outputs, commit
  */
-import { from, map, type Observable, of } from 'rxjs';
+import { asyncScheduler, from, map, type Observable, of } from 'rxjs';
 import { type GraphSettings, loadConfig } from '../src/config/config.js';
 import { planBatch } from '../src/generator/workload.js';
 import { ingestPartition } from '../src/graph/partition-graph.js';
+import { timeOncePerTick } from '../src/graph/time-once-per-tick.js';
 import {
   type OriginKey,
   originKeyOf,
@@ -102,6 +103,8 @@ function rxStage(level: number, records: readonly RawRecord[], s: GraphSettings)
       topics: TOPICS,
       tracker: new OffsetTracker<OutRecord>(),
       retry: retryPolicy(s),
+      // As the worker's PartitionRunner runs it.
+      scheduler: timeOncePerTick(asyncScheduler),
     });
   }
   const parsed = source.pipe(

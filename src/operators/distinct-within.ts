@@ -174,8 +174,9 @@ export function createSweptSeenSet<K>(
   const seen = createWindowedSeenSet<K>(windowMs, () => scheduler.now());
   let sweep: Subscription | undefined;
   const scheduleSweep = (): void => {
+    if (sweep !== undefined) return;
     const at = seen.emptyAt;
-    if (sweep !== undefined || at === undefined) return;
+    if (at === undefined) return;
     sweep = scheduler.schedule(
       () => {
         sweep = undefined;

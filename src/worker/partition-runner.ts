@@ -1,8 +1,9 @@
 import type { Admin, Consumer, Kafka, KafkaMessage } from 'kafkajs';
 import type { Logger } from 'pino';
-import { Subject, type Subscription } from 'rxjs';
+import { asyncScheduler, Subject, type Subscription } from 'rxjs';
 import type { Config } from '../config/config.js';
 import { ingestPartition, type PartitionPorts } from '../graph/partition-graph.js';
+import { timeOncePerTick } from '../graph/time-once-per-tick.js';
 import { PartitionCounts } from '../metrics/partition-counts.js';
 import { timedCommitSink } from '../metrics/timed-commit-sink.js';
 import type { WorkerMetrics } from '../metrics/worker-metrics.js';
@@ -165,6 +166,8 @@ export class PartitionRunner {
         retry: this.deps.retry,
         replayedBelow: opened.replayedBelow,
         signal: this.abort.signal,
+        // One clock read per kafkajs batch, not per record (the windows are seconds long).
+        scheduler: timeOncePerTick(asyncScheduler),
         onDone: (batch) => this.onDone(batch),
       },
     ).subscribe({
