@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import { type GraphSettings, loadConfig } from '../src/config/config.js';
 import { describeWorkload, planWorkload, workloadRecords } from '../src/generator/workload.js';
 import type { IngestMessage } from '../src/model/message.js';
+import { UNCOMMITTED_PER_HIGH_WATER } from '../src/worker/intake-marks.js';
 import { type CeilingResult, createIndices, deleteIndices, runCeiling, sampleCpu } from './lib/ceiling.js';
 import { documentOf } from './lib/documents.js';
 import { drainRate } from './lib/drain.js';
@@ -883,7 +884,7 @@ function endToEndSection(
     `Peak RSS is VmHWM of the worker process (node dist/cli/main.js). During the drain the worker held up to ${fmt(
       Math.max(...shipped.drainSamples.map((s) => s.inFlight)),
       0,
-    )} records in its graphs: each partition pauses at HIGH_WATER=${ctx.defaults.highWater} records, and the fetch already ` +
+    )} records taken in and not yet committed: each partition pauses at HIGH_WATER=${ctx.defaults.highWater} records in its graph (or ${UNCOMMITTED_PER_HIGH_WATER} × that not yet committed), and the fetch already ` +
       'under way (up to 1 MiB per partition in kafkajs) still comes in.',
   ];
   notes.push(...memoryNote('draining, then at half load', shipped.memory));
@@ -1125,10 +1126,11 @@ function sweepSection(ctx: Ctx, points: WorkerPoint[], shipped: WorkerPoint): Se
 
 function burstSection(ctx: Ctx, b: BurstResult, shipped: WorkerPoint, avgBytes: number): Section {
   const restRss = b.samples.find((s) => s.t >= b.burstStartT - 500)?.rssMb ?? Number.NaN;
-  // A partition pauses at HIGH_WATER records in its graph, but the fetch already under way (up to
-  // kafkajs' maxBytesPerPartition, 1 MiB) still comes in: that is the bound on what the worker holds.
+  // A partition pauses at HIGH_WATER records in its graph or UNCOMMITTED_PER_HIGH_WATER × HIGH_WATER
+  // not yet committed, but the fetch already under way (up to kafkajs' maxBytesPerPartition, 1 MiB)
+  // still comes in: that is the bound on what the worker holds.
   const perFetch = Math.ceil(1_048_576 / avgBytes);
-  const maxInFlightBound = (ctx.defaults.highWater + perFetch) * 8;
+  const maxInFlightBound = (UNCOMMITTED_PER_HIGH_WATER * ctx.defaults.highWater + perFetch) * 8;
   const targets: Target[] = [
     {
       name: 'burst: RSS stays under the bound',
@@ -1137,7 +1139,7 @@ function burstSection(ctx: Ctx, b: BurstResult, shipped: WorkerPoint, avgBytes: 
       pass: b.peakRssMb < RSS_TARGET_MB,
     },
     {
-      name: 'burst: backlog stays in Kafka (records in the worker ≤ (HIGH_WATER + one 1 MiB fetch) × 8 partitions)',
+      name: `burst: backlog stays in Kafka (records in the worker ≤ (${UNCOMMITTED_PER_HIGH_WATER} × HIGH_WATER + one 1 MiB fetch) × 8 partitions)`,
       target: `≤ ${fmt(maxInFlightBound, 0)}`,
       value: fmt(b.peakInFlight, 0),
       pass: b.peakInFlight <= maxInFlightBound,
@@ -1204,7 +1206,7 @@ function burstSection(ctx: Ctx, b: BurstResult, shipped: WorkerPoint, avgBytes: 
         `paced producer with 6 sends in flight (it reached ${fmt(b.achieved, 0)} msg/s, ${fmt(b.achieved / shipped.rate, 1)}× the sustainable rate; ` +
         `its worst lag behind the plan was ${fmt(b.producerMaxLagMs / 1000, 1)} s: on ${ctx.cores} cores the producer, Kafka, the worker and Elasticsearch share the CPU).`,
       `The backlog (produced − done) grows in Kafka while the worker holds at most ${fmt(b.peakInFlight, 0)} records: each partition pauses at ` +
-        `HIGH_WATER=${ctx.defaults.highWater} records in its graph, and the fetch already under way (≤ 1 MiB, ~${fmt(perFetch, 0)} messages of ` +
+        `HIGH_WATER=${ctx.defaults.highWater} records in its graph or ${UNCOMMITTED_PER_HIGH_WATER} × that not yet committed, and the fetch already under way (≤ 1 MiB, ~${fmt(perFetch, 0)} messages of ` +
         `~${fmt(avgBytes, 0)} bytes) still comes in. Time to drain counts from the end of the burst until the last record is done.`,
       `The producer planned ${fmt(b.planned, 0)} messages for the burst and sent ${fmt(b.sent, 0)}: it stops taking new ones at ` +
         `${fmt(b.durationMs / 1000, 0)} s (what it could not send by then is dropped, so the burst lasts what it should); the sends ` +
@@ -1223,7 +1225,12 @@ function burstSection(ctx: Ctx, b: BurstResult, shipped: WorkerPoint, avgBytes: 
             { name: 'backlog (produced − done)', points: series.map((s) => [s.t, s.backlog] as const) },
             { name: 'inside the worker (in flight)', points: series.map((s) => [s.t, s.inFlight] as const) },
           ],
-          refs: [{ y: maxInFlightBound, label: '(HIGH_WATER + one fetch) × partitions' }],
+          refs: [
+            {
+              y: maxInFlightBound,
+              label: `(${UNCOMMITTED_PER_HIGH_WATER} × HIGH_WATER + one fetch) × partitions`,
+            },
+          ],
         }),
       },
       {

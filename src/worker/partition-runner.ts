@@ -17,6 +17,7 @@ import type { RetryPolicy } from '../retry/retry-policy.js';
 import type { ProgressLedger } from '../sinks/kafka-progress-ledger.js';
 import { TransactionalCommitter } from '../sinks/kafka-transactional-committer.js';
 import { type BatchVerdict, FetchPosition } from './fetch-position.js';
+import { intakePaused } from './intake-marks.js';
 import type { PartitionPauses } from './partition-pauses.js';
 import { StallWatch } from './stall-watch.js';
 
@@ -48,8 +49,9 @@ export type RunnerEnd = { readonly drained: true } | { readonly drained: false; 
  * Owns one assigned partition for as long as it lives: its transactional committer, its
  * offset tracker and its graph. Feeds the graph from kafkajs batches (and the gaps that
  * transaction markers and aborted records leave, so the committed offset reaches the
- * partition's end), pauses the partition above the high-water mark of unfinished records
- * — committed durably, so a slow transaction counts too — and resumes below the low one.
+ * partition's end), pauses the partition at the high-water marks of records in its graph
+ * and of records not yet durably committed (so a slow transaction counts too), and resumes
+ * below the low ones (see intakePaused).
  *
  * On start it first fences the partition's previous owner, then reads the committed
  * offset and seeks to it, and only then lets records in: an old owner's late commit can
@@ -343,6 +345,9 @@ export class PartitionRunner {
 
   private onDone(batch: readonly Done[]): void {
     this.counts.finished(batch);
+    // The commit stage takes these records off the graph's count right after this call, in
+    // the same synchronous run: look at the marks once it has.
+    queueMicrotask(() => this.updateBackpressure());
   }
 
   private flushMetrics(): void {
@@ -363,13 +368,15 @@ export class PartitionRunner {
 
   private updateBackpressure(): void {
     if (!this.accepting) return;
-    const unfinished = this.tracker.unfinished;
-    const bytes = this.bytesInFlight.bytes;
-    const { highWater, lowWater, highWaterBytes } = this.deps.config.graph;
-    if (unfinished >= highWater || bytes >= highWaterBytes)
-      this.deps.pauses.set(this.topic, this.partition, 'backpressure', true);
-    else if (unfinished <= lowWater && bytes <= highWaterBytes / 2)
-      this.deps.pauses.set(this.topic, this.partition, 'backpressure', false);
+    const paused = intakePaused(
+      {
+        inGraph: this.tracker.pending,
+        uncommitted: this.tracker.unfinished,
+        bytes: this.bytesInFlight.bytes,
+      },
+      this.deps.config.graph,
+    );
+    if (paused !== undefined) this.deps.pauses.set(this.topic, this.partition, 'backpressure', paused);
   }
 
   /** A partition with lag or unfinished work and no commit for STALL_TIMEOUT_MS is said so, once. */

@@ -1,0 +1,48 @@
+/** What one partition holds, as its intake decision counts it. */
+export interface PartitionLoad {
+  /** Taken in and not yet done: the records' data is in the graph. */
+  readonly inGraph: number;
+  /** Taken in and not yet durably committed (done records waiting for their transaction too). */
+  readonly uncommitted: number;
+  /** Key and value bytes taken in and not yet committed. */
+  readonly bytes: number;
+}
+
+export interface IntakeMarks {
+  readonly highWater: number;
+  readonly lowWater: number;
+  readonly highWaterBytes: number;
+}
+
+/**
+ * Records taken in and not yet durably committed that pause a partition, in HIGH_WATERs (and
+ * LOW_WATERs to resume). Done records wait for a transaction every HIGH_WATER − LOW_WATER
+ * records and hold little; counting them against HIGH_WATER itself paused intake during every
+ * commit (draining 200,000 events, 2026-12-04: 4.8–5.1 of 8 partitions paused on average, 25.6–
+ * 28.3k docs/s, against 3.9–4.3 paused and 28.1–29.2k docs/s with this), while a slow commit
+ * still pauses intake, only later.
+ */
+export const UNCOMMITTED_PER_HIGH_WATER = 4;
+
+/**
+ * Whether a partition's intake pauses (`true`), resumes (`false`) or stays as it is
+ * (`undefined`): it pauses at HIGH_WATER records in its graph, at UNCOMMITTED_PER_HIGH_WATER ×
+ * HIGH_WATER not yet committed, or at HIGH_WATER_BYTES, and resumes once all three are back
+ * under LOW_WATER, UNCOMMITTED_PER_HIGH_WATER × LOW_WATER and half the bytes.
+ */
+export function intakePaused(load: PartitionLoad, marks: IntakeMarks): boolean | undefined {
+  const k = UNCOMMITTED_PER_HIGH_WATER;
+  if (
+    load.inGraph >= marks.highWater ||
+    load.uncommitted >= k * marks.highWater ||
+    load.bytes >= marks.highWaterBytes
+  )
+    return true;
+  if (
+    load.inGraph <= marks.lowWater &&
+    load.uncommitted <= k * marks.lowWater &&
+    load.bytes <= marks.highWaterBytes / 2
+  )
+    return false;
+  return undefined;
+}
