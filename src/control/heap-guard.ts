@@ -34,8 +34,8 @@ const mb = (bytes: number) => Math.round(bytes / (1024 * 1024));
 
 /**
  * Memory push-back: holds every partition's intake while the live heap is close to V8's
- * limit, so that a heap cap (the shipped start commands set one) slows the worker down
- * instead of ending it with "heap out of memory". Records in flight are bounded per
+ * limit, so that a heap cap (`--max-old-space-size`, or a container's memory limit) slows
+ * the worker down instead of ending it with "heap out of memory". Records in flight are bounded per
  * partition (HIGH_WATER, HIGH_WATER_BYTES); this bounds what all partitions add up to,
  * whatever their number or their messages' sizes.
  *

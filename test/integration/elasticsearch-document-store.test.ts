@@ -8,6 +8,7 @@ import { ElasticsearchDocumentStore } from '../../src/sinks/elasticsearch-docume
 import { IndexEpochs } from '../../src/sinks/elasticsearch-index-epochs.js';
 import type { EventDocument, EventWrite } from '../../src/sinks/ports.js';
 import { RecentProfiles } from '../../src/sinks/recent-profiles.js';
+import { eventDocuments } from '../support/event-documents.js';
 import { type ExtraEsNode, freePort, startExtraEsNode } from '../support/extra-es-node.js';
 import { HttpFaultProxy } from '../support/http-fault-proxy.js';
 import { esClient, stackEnv, uniqueName, waitFor } from '../support/stack.js';
@@ -73,19 +74,8 @@ async function createIndices(
 
 const policy = (baseMs: number, maxMs: number) => createRetryPolicy({ baseMs, maxMs });
 
-let nextOffset = 0;
 /** An event document as the worker writes it: created by the record at `in/0/<offset>`. */
-const event = (id: string, over: Partial<EventDocument['source']> = {}): EventDocument => ({
-  id,
-  source: {
-    clientId: 'c-1',
-    name: 'purchase',
-    ts: '2026-11-30T12:00:00.000Z',
-    data: { n: id },
-    origin: { topic: 'in', partition: 0, offset: nextOffset++ },
-    ...over,
-  },
-});
+const event = eventDocuments();
 const originKey = (e: EventDocument) =>
   `${e.source.origin.topic}/${e.source.origin.partition}/${e.source.origin.offset}`;
 

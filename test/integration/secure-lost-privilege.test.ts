@@ -6,8 +6,8 @@ import { createElasticsearch } from '../../src/clients/elasticsearch.js';
 import { mergeUpdates } from '../../src/model/profile-merge.js';
 import { createRetryPolicy } from '../../src/retry/retry-policy.js';
 import { ElasticsearchDocumentStore } from '../../src/sinks/elasticsearch-document-store.js';
-import type { EventDocument } from '../../src/sinks/ports.js';
 import { eventsMapping, profilesMapping } from '../../src/worker/elasticsearch-setup.js';
+import { eventDocuments } from '../support/event-documents.js';
 import { type SecureStack, secureStack } from '../support/secure-stack.js';
 import { uniqueName, waitFor } from '../support/stack.js';
 
@@ -23,17 +23,7 @@ import { uniqueName, waitFor } from '../support/stack.js';
 const WRITER = ['read', 'index', 'create_index', 'view_index_metadata'];
 const READER = ['read', 'view_index_metadata'];
 
-let offset = 0;
-const event = (id: string): EventDocument => ({
-  id,
-  source: {
-    clientId: 'c-1',
-    name: 'purchase',
-    ts: '2026-11-30T12:00:00.000Z',
-    data: { n: id },
-    origin: { topic: 'in', partition: 0, offset: offset++ },
-  },
-});
+const event = eventDocuments();
 const update = (clientId: string, id: string, data: Record<string, unknown>) =>
   mergeUpdates([{ type: 'profile', id, clientId, version: 1, ts: '2026-11-30T12:00:00.000Z', data }]);
 
