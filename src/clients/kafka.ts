@@ -33,6 +33,13 @@ export function kafkaClientConfig(
   return config;
 }
 
+/**
+ * The heartbeat interval for a consumer group session: a third of the session (the most
+ * Kafka's documentation advises), at most 3 s (kafkajs's default).
+ */
+export const heartbeatIntervalFor = (sessionTimeoutMs: number): number =>
+  Math.min(3_000, Math.floor(sessionTimeoutMs / 3));
+
 /** The kafkajs client every part of rxingest uses (worker, produce, demo, tools). */
 export function createKafka(conn: KafkaConnection, options: Omit<KafkaConfig, 'brokers' | 'ssl' | 'sasl'>) {
   return new Kafka(kafkaClientConfig(conn, options));

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Admin, Consumer, Kafka, KafkaMessage, Producer } from 'kafkajs';
+import { heartbeatIntervalFor } from '../clients/kafka.js';
 
 /**
  * The operators' shed/unshed decisions, for every worker of a consumer group, on a
@@ -145,7 +146,7 @@ export class ShedDecisionSubscriber {
       groupId: `rxingest-control-${randomUUID()}`,
       ...(session === undefined
         ? {}
-        : { sessionTimeout: session, heartbeatInterval: Math.min(3_000, Math.floor(session / 3)) }),
+        : { sessionTimeout: session, heartbeatInterval: heartbeatIntervalFor(session) }),
       maxWaitTimeInMs: 200,
       retry: { retries: Number.MAX_SAFE_INTEGER, maxRetryTime: 5_000 },
     });

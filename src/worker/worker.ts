@@ -1,7 +1,7 @@
 import { logLevel } from 'kafkajs';
 import type { Logger } from 'pino';
 import { checkElasticsearch, createElasticsearch } from '../clients/elasticsearch.js';
-import { checkKafka, createKafka } from '../clients/kafka.js';
+import { checkKafka, createKafka, heartbeatIntervalFor } from '../clients/kafka.js';
 import { createRedis, probeRedis } from '../clients/redis.js';
 import type { Config } from '../config/config.js';
 import { v8HeapReader } from '../control/heap-guard.js';
@@ -103,7 +103,7 @@ export async function startWorker({
     retry: { retries: 8, initialRetryTime: 200, maxRetryTime: 5_000 },
   });
   const admin = kafka.admin();
-  const heartbeatInterval = Math.min(3_000, Math.floor(config.kafka.sessionTimeoutMs / 3));
+  const heartbeatInterval = heartbeatIntervalFor(config.kafka.sessionTimeoutMs);
   const consumer = kafka.consumer({
     groupId: config.kafka.groupId,
     sessionTimeout: config.kafka.sessionTimeoutMs,

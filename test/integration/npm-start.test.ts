@@ -7,7 +7,12 @@ import { samples, sampleValue, sumOf } from '../support/prometheus-text.js';
 import { createTopics, kafkaClient, stackEnv, uniqueName, waitFor } from '../support/stack.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { logLines, scrape } from '../support/worker-observation.js';
-import { spawnWorker, type WorkerProcess, whileRunning } from '../support/worker-process.js';
+import {
+  isolatedWorkerEnv,
+  spawnWorker,
+  type WorkerProcess,
+  whileRunning,
+} from '../support/worker-process.js';
 
 /**
  * The worker started the way the README starts it (contract, "Running it"): `npm start`,
@@ -71,18 +76,9 @@ beforeAll(async () => {
   await createTopics([{ topic, numPartitions: PARTITIONS }]);
   npm = spawnWorker(
     {
-      INGEST_TOPICS: topic,
-      INGEST_GROUP: group,
-      DLQ_TOPIC: `${name}.dlq`,
-      TRIGGERS_TOPIC: `${name}.triggers`,
+      ...isolatedWorkerEnv(name), // its input is `topic`, its group `group`
       PROGRESS_TOPIC: `${name}.progress`,
-      PROFILES_INDEX: `${name}-profiles`,
-      EVENTS_INDEX: `${name}-events`,
-      KAFKA_BROKERS: stackEnv.kafkaBrokers,
       ES_NODE: proxy.url,
-      REDIS_URL: stackEnv.redisUrl,
-      REDIS_KEY_PREFIX: `${name}:`,
-      KAFKA_SESSION_TIMEOUT_MS: '6000',
       COMMIT_INTERVAL_MS: '200',
     },
     name,

@@ -7,30 +7,19 @@ import { planWorkload } from '../../src/generator/workload.js';
 import type { IngestMessage } from '../../src/model/message.js';
 import { startWorker } from '../../src/worker/worker.js';
 import { listeningSockets } from '../support/listening-sockets.js';
-import { createTopics, kafkaClient, stackEnv, uniqueName, waitFor } from '../support/stack.js';
-import { spawnWorker } from '../support/worker-process.js';
+import { createTopics, kafkaClient, uniqueName, waitFor } from '../support/stack.js';
+import { isolatedWorkerEnv, spawnWorker } from '../support/worker-process.js';
 
 const kafka = kafkaClient();
 const admin = kafka.admin();
 beforeAll(() => admin.connect());
 afterAll(() => admin.disconnect());
 
-function isolatedEnv(name: string): Record<string, string> {
-  return {
-    INGEST_TOPICS: `${name}.in`,
-    INGEST_GROUP: `${name}-group`,
-    DLQ_TOPIC: `${name}.dlq`,
-    TRIGGERS_TOPIC: `${name}.triggers`,
-    PROFILES_INDEX: `${name}-profiles`,
-    EVENTS_INDEX: `${name}-events`,
-    KAFKA_BROKERS: stackEnv.kafkaBrokers,
-    ES_NODE: stackEnv.esNode,
-    REDIS_URL: stackEnv.redisUrl,
-    REDIS_KEY_PREFIX: `${name}:`,
-    KAFKA_SESSION_TIMEOUT_MS: '6000',
-    HTTP_PORT: '0',
-  };
-}
+/** A worker of its own, without an HTTP port. */
+const isolatedEnv = (name: string): Record<string, string> => ({
+  ...isolatedWorkerEnv(name),
+  HTTP_PORT: '0',
+});
 
 async function produce(topic: string, count: number, seed: number, maxBatchRecords = 500) {
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });

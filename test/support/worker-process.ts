@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { stackEnv } from './stack.js';
 
 /** A real worker process (`rxingest worker` through tsx, no build step, unless asked), its log in .stack/logs. */
 export interface WorkerProcess {
@@ -10,6 +11,26 @@ export interface WorkerProcess {
   readonly exited: Promise<number | string>;
   /** The largest resident set size seen so far (MB), sampled every 250 ms from /proc. */
   maxRssMb(): number;
+}
+
+/**
+ * A worker's own deployment on the local stack: its input topic `<name>.in`, group, output
+ * topics, indices and Redis marks all under `name`, a short session (quick rebalances).
+ */
+export function isolatedWorkerEnv(name: string): Record<string, string> {
+  return {
+    INGEST_TOPICS: `${name}.in`,
+    INGEST_GROUP: `${name}-group`,
+    DLQ_TOPIC: `${name}.dlq`,
+    TRIGGERS_TOPIC: `${name}.triggers`,
+    PROFILES_INDEX: `${name}-profiles`,
+    EVENTS_INDEX: `${name}-events`,
+    KAFKA_BROKERS: stackEnv.kafkaBrokers,
+    ES_NODE: stackEnv.esNode,
+    REDIS_URL: stackEnv.redisUrl,
+    REDIS_KEY_PREFIX: `${name}:`,
+    KAFKA_SESSION_TIMEOUT_MS: '6000',
+  };
 }
 
 export interface SpawnWorkerOptions {
