@@ -8,7 +8,7 @@
  * difference at each rung is what RxJS costs for that stage:
  *
  *   1 parse            parseRecords                      | parseRecord in a for loop
- *   2 + dedup          + dropRepeatsWithin               | + createWindowedSeenSet.admit
+ *   2 + dedup          + dropRepeatsWithin               | + createWindowedIdSet.admit
  *   3 + per-client     + enrichInOrder (inOrderPerKey)   | + a FIFO per client (Map of queues)
  *   4 + rebatch        + rebatch                         | + push / flush at batchMax
  *   5 full graph       ingestPartition (no-op sinks)     | + offsets (register, complete, take,
@@ -32,7 +32,7 @@ import { clientOf, decide, type Entry, type Outcome } from '../src/model/outcome
 import { parseRecord } from '../src/model/parse.js';
 import { type MergedUpdate, mergeUpdates } from '../src/model/profile-merge.js';
 import { compileTriggers, deadLetterRecord } from '../src/model/records.js';
-import { createWindowedSeenSet } from '../src/operators/distinct-within.js';
+import { createWindowedIdSet } from '../src/model/windowed-id-set.js';
 import { dropRepeatsWithin } from '../src/operators/drop-repeats-within.js';
 import { enrichInOrder, identityEnrich } from '../src/operators/enrich-in-order.js';
 import { parseRecords } from '../src/operators/parse-records.js';
@@ -145,7 +145,7 @@ function contributes(own: ProfileUpdate, merged: MergedUpdate): boolean {
 
 /** The same work as the graph, as one loop: the floor. Returns what it emitted (for a sanity check). */
 export function runLoop(level: number, records: readonly RawRecord[], s: GraphSettings): number {
-  const seen = createWindowedSeenSet<string>(s.dedupWindowMs, Date.now);
+  const seen = createWindowedIdSet(s.dedupWindowMs, Date.now);
   const queues = new Map<string, { items: Entry[]; head: number }>();
   const tracker = new OffsetTracker<OutRecord>();
   const triggersOf = compileTriggers(TOPICS.triggers, []);

@@ -170,8 +170,9 @@ export function distinctWithin<T, K>(
 export function createSweptSeenSet<K>(
   windowMs: number,
   scheduler: SchedulerLike,
+  create: (windowMs: number, now: () => number) => WindowedSeenSet<K> = createWindowedSeenSet,
 ): { admit(key: K): boolean; dispose(): void } {
-  const seen = createWindowedSeenSet<K>(windowMs, () => scheduler.now());
+  const seen = create(windowMs, () => scheduler.now());
   let sweep: Subscription | undefined;
   const scheduleSweep = (): void => {
     if (sweep !== undefined) return;

@@ -1,11 +1,13 @@
 import { asyncScheduler, type MonoTypeOperatorFunction, Observable, type SchedulerLike } from 'rxjs';
 import { decide, type Entry } from '../model/outcome.js';
+import { createWindowedIdSet } from '../model/windowed-id-set.js';
 import { assertWindow, createSweptSeenSet } from './distinct-within.js';
 
 /**
  * Decides an open entry a duplicate when a message with its id entered less than
  * `windowMs` ago: the cheap, in-memory first layer of dedup, before any enrich or
- * round trip. Memory is bounded by the ids of one window (`createWindowedSeenSet`).
+ * round trip. Memory is bounded by the ids of one window, kept off the V8 heap
+ * (`createWindowedIdSet`: the window of a busy partition holds hundreds of thousands).
  * Decided entries pass untouched; everything is emitted, in order.
  *
  * ```text
@@ -27,7 +29,7 @@ export function dropRepeatsWithin(
   assertWindow(windowMs);
   return (source) =>
     new Observable<Entry>((subscriber) => {
-      const seen = createSweptSeenSet<string>(windowMs, scheduler);
+      const seen = createSweptSeenSet<string>(windowMs, scheduler, createWindowedIdSet);
       const sub = source.subscribe({
         next: (entry) => {
           const id = entry.outcome === undefined ? entry.message?.id : undefined;

@@ -1,6 +1,7 @@
 import { Subject, VirtualTimeScheduler } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
+import { createWindowedIdSet } from '../../../src/model/windowed-id-set.js';
 import { createWindowedSeenSet, distinctWithin } from '../../../src/operators/distinct-within.js';
 
 const testScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
@@ -151,10 +152,15 @@ describe('distinctWithin', () => {
   });
 });
 
-describe('createWindowedSeenSet', () => {
+// The dedup window's two sets share one contract: the Set of any keys, and the one for
+// message ids kept off the V8 heap (windowed-id-set.test.ts has its own cases on top).
+describe.each([
+  ['createWindowedSeenSet', (w: number, now: () => number) => createWindowedSeenSet<string>(w, now)],
+  ['createWindowedIdSet', createWindowedIdSet],
+] as const)('%s, the window contract', (_name, create) => {
   it('admits a key once per window, half-open at the end', () => {
     let t = 100;
-    const seen = createWindowedSeenSet<string>(10, () => t);
+    const seen = create(10, () => t);
     expect(seen.admit('k')).toBe(true);
     t = 109;
     expect(seen.admit('k')).toBe(false);
@@ -163,7 +169,30 @@ describe('createWindowedSeenSet', () => {
     t = 119;
     expect(seen.admit('k')).toBe(false);
   });
+  it('forgets expired keys (a key re-sent after expiry passes), keeps the others', () => {
+    let t = 0;
+    const seen = create(10, () => t);
+    seen.admit('old');
+    t = 5;
+    seen.admit('young');
+    expect(seen.emptyAt).toBe(15);
+    t = 10;
+    seen.evictExpired();
+    expect(seen.size).toBe(1);
+    expect(seen.admit('young')).toBe(false);
+    expect(seen.admit('old')).toBe(true);
+    expect(seen.emptyAt).toBe(20);
+  });
+  it('clear() forgets everything', () => {
+    const seen = create(10, () => 0);
+    seen.admit('a');
+    seen.clear();
+    expect(seen.size).toBe(0);
+    expect(seen.admit('a')).toBe(true);
+  });
+});
 
+describe('createWindowedSeenSet', () => {
   it('keeps its size bounded by one window over 100k distinct keys', () => {
     let t = 0;
     const seen = createWindowedSeenSet<number>(10, () => t);
@@ -183,21 +212,6 @@ describe('createWindowedSeenSet', () => {
     expect(seen.emptyAt).toBeUndefined();
   });
 
-  it('forgets expired keys (a key re-sent after expiry passes), keeps the others', () => {
-    let t = 0;
-    const seen = createWindowedSeenSet<string>(10, () => t);
-    seen.admit('old');
-    t = 5;
-    seen.admit('young');
-    expect(seen.emptyAt).toBe(15);
-    t = 10;
-    seen.evictExpired();
-    expect(seen.size).toBe(1);
-    expect(seen.admit('young')).toBe(false);
-    expect(seen.admit('old')).toBe(true);
-    expect(seen.emptyAt).toBe(20);
-  });
-
   it('stays correct across queue compactions', () => {
     let t = 0;
     const seen = createWindowedSeenSet<number>(3000, () => t);
@@ -212,13 +226,5 @@ describe('createWindowedSeenSet', () => {
     t = 10_000;
     expect(seen.admit(7000)).toBe(true);
     expect(seen.admit(7001)).toBe(false);
-  });
-
-  it('clear() forgets everything', () => {
-    const seen = createWindowedSeenSet<string>(10, () => 0);
-    seen.admit('a');
-    seen.clear();
-    expect(seen.size).toBe(0);
-    expect(seen.admit('a')).toBe(true);
   });
 });
