@@ -244,7 +244,12 @@ export function createWindowedIdSet(
     },
     get footprint() {
       return (
-        times.byteLength + starts.byteLength + lengths.byteLength + hashes.byteLength + table.byteLength + bytes.byteLength
+        times.byteLength +
+        starts.byteLength +
+        lengths.byteLength +
+        hashes.byteLength +
+        table.byteLength +
+        bytes.byteLength
       );
     },
     clear() {
