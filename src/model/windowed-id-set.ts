@@ -1,8 +1,10 @@
+import { assertWindow, type WindowedSeenSet } from './seen-window.js';
+
 /**
  * The message ids admitted during the last `windowMs` milliseconds, kept off the V8 heap.
  *
- * Same contract as `createWindowedSeenSet<string>` (operators/distinct-within.ts): a key
- * admitted at `t` blocks the same key until `t + windowMs`, exclusive. Why a second
+ * The contract of `WindowedSeenSet` (seen-window.ts), as `createWindowedSeenSet<string>`
+ * keeps it in a `Set` (operators/distinct-within.ts). Why a second
  * implementation: at full speed the window holds the ids of 10 s of traffic, 250,000 and
  * more. As a `Set` of strings that is some 110 bytes per id on the V8 heap, where every major
  * GC marks it and the heap's growth factor doubles it in RSS (a quarter of the worker's live
@@ -18,18 +20,9 @@
  * for an insert and as occupied for a probe, and the table is rebuilt from the live entries
  * once half of it has been filled.
  */
-export interface WindowedIdSet {
-  /** Records `key` and returns true unless it was admitted within the window; then returns false. */
-  admit(key: string): boolean;
-  /** Forgets every key whose window has ended. */
-  evictExpired(): void;
-  /** When every key held now will have expired; undefined when empty. */
-  readonly emptyAt: number | undefined;
-  /** How many keys are held (expired ones included until evicted). */
-  readonly size: number;
+export interface WindowedIdSet extends WindowedSeenSet<string> {
   /** Bytes of memory it holds (all of it off the V8 heap). */
   readonly footprint: number;
-  clear(): void;
 }
 
 const MIN_ENTRIES = 1024;
@@ -44,9 +37,7 @@ export function createWindowedIdSet(
   now: () => number,
   initialEntries = MIN_ENTRIES,
 ): WindowedIdSet {
-  if (!Number.isFinite(windowMs) || windowMs <= 0) {
-    throw new RangeError(`windowMs must be a finite number > 0, got ${windowMs}`);
-  }
+  assertWindow(windowMs);
   let capacity = nextPowerOfTwo(Math.max(MIN_ENTRIES, initialEntries));
   let mask = capacity - 1;
   // Per entry, by ring slot (sequence & mask).

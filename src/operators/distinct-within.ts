@@ -5,25 +5,7 @@ import {
   type SchedulerLike,
   type Subscription,
 } from 'rxjs';
-
-/**
- * The keys admitted during the last `windowMs` milliseconds.
- *
- * A key admitted at time `t` blocks the same key until `t + windowMs` (exclusive): at exactly
- * `t + windowMs` it is admitted again and starts a new window. Half-open windows make the
- * boundary unambiguous and let consecutive windows tile time without overlap.
- */
-export interface WindowedSeenSet<K> {
-  /** Records `key` and returns true unless it was admitted within the window; then returns false. */
-  admit(key: K): boolean;
-  /** Forgets every key whose window has ended. */
-  evictExpired(): void;
-  /** When every key held now will have expired; undefined when empty. */
-  readonly emptyAt: number | undefined;
-  /** How many keys are held (expired ones included until evicted). */
-  readonly size: number;
-  clear(): void;
-}
+import { assertWindow, type WindowedSeenSet } from '../model/seen-window.js';
 
 // Compacting the queue only once its dead head is large and at least half of it keeps
 // each value's share of the copying O(1).
@@ -199,10 +181,4 @@ export function createSweptSeenSet<K>(
       seen.clear();
     },
   };
-}
-
-export function assertWindow(windowMs: number): void {
-  if (!Number.isFinite(windowMs) || windowMs <= 0) {
-    throw new RangeError(`windowMs must be a finite number > 0, got ${windowMs}`);
-  }
 }

@@ -1,7 +1,8 @@
 import { asyncScheduler, type MonoTypeOperatorFunction, Observable, type SchedulerLike } from 'rxjs';
 import { decide, type Entry } from '../model/outcome.js';
+import { assertWindow } from '../model/seen-window.js';
 import { createWindowedIdSet } from '../model/windowed-id-set.js';
-import { assertWindow, createSweptSeenSet } from './distinct-within.js';
+import { createSweptSeenSet } from './distinct-within.js';
 
 /**
  * Decides an open entry a duplicate when a message with its id entered less than
