@@ -5,6 +5,8 @@
  *   windowed seen-set       the dedup window's ids in typed arrays off the V8 heap against a Set
  *                           of strings, on the same ids sliding through a 10-s window
  *   create action lines     serialised once as a string against JSON.stringify of the object
+ *   _bulk body              each line encoded once into one Buffer against one joined string,
+ *                           which the HTTP client then measured and copied into a Buffer
  *   latency histogram       prom-client's observe bound once against its unlabelled call
  *   kafkajs record decode   the installed (patched) decoder and offset filter against
  *                           kafkajs 2.2.4's as published, on a batch of 500 events
@@ -16,7 +18,7 @@ import { createRequire } from 'node:module';
 import { Histogram } from 'prom-client';
 import { createWindowedIdSet } from '../src/model/windowed-id-set.js';
 import { createWindowedSeenSet } from '../src/operators/distinct-within.js';
-import { createActionLine } from '../src/sinks/elasticsearch-bulk.js';
+import { bulkBody, createActionLine } from '../src/sinks/elasticsearch-bulk.js';
 import type { Section } from './lib/report.js';
 import { fmt, median } from './lib/stats.js';
 
@@ -101,6 +103,45 @@ function actionLineCase(): Case {
       run: () => {
         for (const id of ids) sink += JSON.stringify({ create: { _index: index, _id: id } }).length;
         return ids.length + (sink < 0 ? 1 : 0);
+      },
+    },
+  };
+}
+
+/** A request's `_bulk` body for 500 events (action line + document each), as it goes out: bytes. */
+function bulkBodyCase(): Case {
+  const operations: unknown[] = [];
+  for (let i = 0; i < 500; i++) {
+    const id = `9ce301f0-b882-4f5c-${(i * 7919) % 495_000}-7f3a`;
+    operations.push(createActionLine('"rxingest-events-2026.12.04"', id), {
+      id,
+      clientId: `client-${(i * 31) % 10_000}`,
+      ts: '2026-12-04T15:58:10.123Z',
+      name: 'page_view',
+      data: { url: `/products/${i}?ref=home`, ms: i % 400, tags: ['a', 'b'] },
+      origin: `rxingest.events/3/${100_000 + i}`,
+    });
+  }
+  let sink = 0;
+  return {
+    name: '_bulk body of 500 events, as bytes on the wire',
+    unit: 'document',
+    reps: 20,
+    now: {
+      label: 'bulkBody: each line encoded once into one Buffer',
+      run: () => {
+        sink += bulkBody(operations).length;
+        return operations.length / 2;
+      },
+    },
+    before: {
+      label: 'lines joined into one string, measured and copied to a Buffer (the HTTP client)',
+      run: () => {
+        const lines = operations.map((op) => (typeof op === 'string' ? op : JSON.stringify(op)));
+        lines.push('');
+        const text = lines.join('\n');
+        sink += Buffer.byteLength(text) + Buffer.from(text).length;
+        return operations.length / 2 + (sink < 0 ? 1 : 0);
       },
     },
   };
@@ -236,7 +277,13 @@ async function time(v: Variant, reps: number): Promise<number> {
 
 export async function hotPathBenchmark(o: HotPathOptions): Promise<Section> {
   const rounds = o.quick ? 3 : 9;
-  const cases = [seenSetCase(), actionLineCase(), latencyHistogramCase(), await kafkaDecodeCase()];
+  const cases = [
+    seenSetCase(),
+    actionLineCase(),
+    bulkBodyCase(),
+    latencyHistogramCase(),
+    await kafkaDecodeCase(),
+  ];
   const rows: { name: string; unit: string; now: string; before: string; nowNs: number; beforeNs: number }[] =
     [];
   for (const c of cases) {

@@ -100,6 +100,12 @@ export interface BenchWorkerOptions {
  * Runs `node dist/cli/main.js worker` (what `npm start` runs) with the given environment, and
  * samples its /metrics, its RSS and the CPU time of it and the stack every `sampleMs`.
  */
+/**
+ * node flags for every worker the benchmarks start, from BENCH_WORKER_NODE_FLAGS (space-separated):
+ * what a setting only node's command line takes would change, measured the same way.
+ */
+const workerNodeFlags = (): string[] => process.env.BENCH_WORKER_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
+
 export class BenchWorker {
   readonly child: ChildProcess;
   readonly samples: WorkerMetricsSample[] = [];
@@ -126,7 +132,16 @@ export class BenchWorker {
     this.memoryFile = join(opts.logDir, `${opts.name}.memory.jsonl`);
     this.child = spawn(
       process.execPath,
-      [...prof, ...allocations, ...(opts.nodeFlags ?? []), '--import', PROBE, ...entry, 'worker'],
+      [
+        ...prof,
+        ...allocations,
+        ...(opts.nodeFlags ?? []),
+        ...workerNodeFlags(),
+        '--import',
+        PROBE,
+        ...entry,
+        'worker',
+      ],
       {
         env: {
           ...process.env,

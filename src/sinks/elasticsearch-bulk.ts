@@ -172,19 +172,42 @@ export function createActionLine(indexJson: string, id: string): string {
 }
 
 /**
- * A `_bulk` body, every line newline-terminated, as one flat string; a line given as a
- * string (a serialised action) goes in as it is. The client's own
- * serializer appends line by line, and the request then flattens that rope to measure and
- * write it: a second copy of every body, 8% of the worker's allocations.
+ * A `_bulk` body, every line newline-terminated, as the bytes that go out; a line given as a
+ * string (a serialised action) goes in as it is.
+ *
+ * Why bytes: the client's own serializer appends line by line, and a string body is then
+ * flattened, measured and copied again into a `Buffer` by the HTTP client: two more copies
+ * of every body, on the V8 heap and off it. Here each line is encoded once, straight into one
+ * buffer sized for the lines' UTF-16 length (their exact UTF-8 length when they are ASCII, as
+ * JSON of ASCII ids and fields is); lines that take more bytes grow it. 1.0 against 2.3 µs
+ * per document for a batch of 500 events (`npm run bench -- --only hotpath`).
  */
-export function bulkBody(operations: readonly unknown[]): string {
-  const lines = new Array<string>(operations.length + 1);
+export function bulkBody(operations: readonly unknown[]): Buffer {
+  const lines = new Array<string>(operations.length);
+  let units = 0;
   for (let i = 0; i < operations.length; i++) {
     const op = operations[i];
-    lines[i] = typeof op === 'string' ? op : JSON.stringify(op);
+    const line = typeof op === 'string' ? op : JSON.stringify(op);
+    lines[i] = line;
+    units += line.length + 1;
   }
-  lines[operations.length] = '';
-  return lines.join('\n');
+  let body = Buffer.allocUnsafe(units);
+  let at = 0;
+  for (const line of lines) {
+    // Room for three bytes a UTF-16 unit (the most one takes) is room enough; with less, measure.
+    if (body.length - at < 3 * line.length + 1) {
+      const needed = Buffer.byteLength(line) + 1;
+      if (body.length - at < needed) {
+        const bigger = Buffer.allocUnsafe(Math.max(2 * body.length, at + needed));
+        body.copy(bigger, 0, 0, at);
+        body = bigger;
+      }
+    }
+    at += body.write(line, at);
+    body[at++] = 0x0a;
+  }
+  // Only what was written goes out: the rest of an unsafe allocation is whatever memory held.
+  return at === body.length ? body : body.subarray(0, at);
 }
 
 const statusOf = (res: { cause?: unknown }): number | undefined =>

@@ -717,6 +717,24 @@ describe("ElasticsearchDocumentStore: a fault of the destination is never the re
     expect(({} as { isAdmin?: unknown }).isAdmin).toBeUndefined();
     expect(Object.getOwnPropertyNames(Object.prototype)).not.toContain('isAdmin');
   });
+
+  it('writes text in any script, astral characters and line separators included, exactly (the _bulk body is UTF-8 bytes)', async () => {
+    // Enough multi-byte text that the body outgrows a buffer sized one byte a character.
+    const text = `Grüße, 東京, ${'😀'.repeat(300)}, \u2028\u2029 "quoted" \\ ${'é'.repeat(2000)}`;
+    const ids = ['ü-1', '東京-2', '😀-3'];
+    const events = ids.map((id) => event(id, { name: 'naïve', data: { text, [`clé-${id}`]: id } }));
+    expect(await store.createEvents(events)).toEqual(ids.map(() => ({ status: 'created' })));
+    expect(
+      await store.mergeProfiles([one(profile('clïent-😀', 'p-1', 1, { bio: text, ñame: 'Zoë' }))]),
+    ).toEqual([{ status: 'applied' }]);
+    await es.indices.refresh({ index: [eventsIndex, profilesIndex] });
+    for (const [i, id] of ids.entries()) {
+      const doc = await es.get<EventDocument['source']>({ index: eventsIndex, id });
+      expect(doc._source).toEqual(events[i]!.source);
+    }
+    const stored = await es.get<{ data: Record<string, unknown> }>({ index: profilesIndex, id: 'clïent-😀' });
+    expect(stored._source?.data).toEqual({ bio: text, ñame: 'Zoë' });
+  });
 });
 
 /**

@@ -13,7 +13,7 @@ export class FlakyBulkClient {
     private readonly itemStatuses: number[][] = [],
   ) {}
 
-  async bulk({ operations: body }: { operations: string }) {
+  async bulk({ operations: body }: { operations: Buffer }) {
     this.calls++;
     const operations = bulkLines(body);
     if (this.failures > 0) {

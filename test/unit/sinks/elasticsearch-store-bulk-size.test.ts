@@ -44,7 +44,7 @@ const bulkAnswer = (items: number, refusal: string | undefined) => ({
 class SizeLimitedCluster {
   readonly requests: number[] = [];
   constructor(private readonly limit: number) {}
-  async bulk({ operations: body }: { operations: string }) {
+  async bulk({ operations: body }: { operations: Buffer }) {
     const operations = bulkLines(body);
     const items = operations.length / 2;
     this.requests.push(items);
@@ -115,7 +115,7 @@ describe('ElasticsearchDocumentStore: bulks larger than the cluster takes', () =
     let busy = 3;
     const requests: number[] = [];
     const cluster = {
-      async bulk({ operations: body }: { operations: string }) {
+      async bulk({ operations: body }: { operations: Buffer }) {
         const operations = bulkLines(body);
         const items = operations.length / 2;
         requests.push(items);
@@ -150,7 +150,7 @@ class OperationLimitedNode {
     private readonly maxOperation: number,
     private readonly maxRequest = Number.POSITIVE_INFINITY,
   ) {}
-  async bulk({ operations: body }: { operations: string }) {
+  async bulk({ operations: body }: { operations: Buffer }) {
     const lines = bulkLines(body);
     this.requests.push(lines.length / 2);
     if (body.length > this.maxRequest) {
