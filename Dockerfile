@@ -24,5 +24,5 @@ EXPOSE 9464
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.HTTP_PORT||9464)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # node is PID 1 and handles SIGTERM itself: the worker drains, commits and exits 0.
-ENTRYPOINT ["node", "dist/cli/main.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=4", "dist/cli/main.js"]
 CMD ["worker"]

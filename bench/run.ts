@@ -51,7 +51,7 @@ const USAGE = `usage: npm run bench [-- --quick] [--only graph,kata,e2e,sweep,bu
               pinned pins Elasticsearch to CPU 0 and the load to CPU 1 (taskset);
               scaleout (1-3 workers on a 3-broker cluster, ~4 min) runs only when named
   --no-build  run the worker through tsx instead of building dist/
-BENCH_WORKER_NODE_FLAGS='--max-semi-space-size=4' adds node flags to every worker started.
+BENCH_WORKER_NODE_FLAGS='--max-semi-space-size=16' adds node flags to every worker, after npm start's.
 Writes bench/results/latest.md, index.html, latest.json and SVG plots.
 `;
 

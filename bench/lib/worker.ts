@@ -97,15 +97,30 @@ export interface BenchWorkerOptions {
 }
 
 /**
- * Runs `node dist/cli/main.js worker` (what `npm start` runs) with the given environment, and
- * samples its /metrics, its RSS and the CPU time of it and the stack every `sampleMs`.
- */
-/**
  * node flags for every worker the benchmarks start, from BENCH_WORKER_NODE_FLAGS (space-separated):
  * what a setting only node's command line takes would change, measured the same way.
  */
 const workerNodeFlags = (): string[] => process.env.BENCH_WORKER_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
 
+/**
+ * The node flags `npm start` gives the worker (package.json's start script, between `node` and
+ * the entry): the benchmarks start it as shipped, whatever the entry.
+ */
+export function shippedNodeFlags(startScript = packageStartScript()): string[] {
+  const words = startScript.split(/\s+/);
+  const node = words.indexOf('node');
+  const entry = words.indexOf('dist/cli/main.js');
+  if (node < 0 || entry < node) throw new Error(`unexpected start script: ${startScript}`);
+  return words.slice(node + 1, entry);
+}
+
+const packageStartScript = (): string =>
+  (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts.start;
+
+/**
+ * Runs the worker as `npm start` does (its node flags, then `dist/cli/main.js worker`) with the given environment, and
+ * samples its /metrics, its RSS and the CPU time of it and the stack every `sampleMs`.
+ */
 export class BenchWorker {
   readonly child: ChildProcess;
   readonly samples: WorkerMetricsSample[] = [];
@@ -135,6 +150,7 @@ export class BenchWorker {
       [
         ...prof,
         ...allocations,
+        ...shippedNodeFlags(),
         ...(opts.nodeFlags ?? []),
         ...workerNodeFlags(),
         '--import',

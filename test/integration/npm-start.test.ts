@@ -113,6 +113,8 @@ describe('npm start', () => {
     );
     expect(worker, `npm's children: ${JSON.stringify(childrenOf(npm.child.pid!))}`).toBeDefined();
     expect(worker!.argv[0]).toMatch(/(^|\/)node$/);
+    // With the young generation the start script gives it (see README, Memory).
+    expect(worker!.argv).toContain('--max-semi-space-size=4');
     workerPid = worker!.pid;
     expect(listeningSockets(workerPid)).toEqual([{ address: '0.0.0.0', port: DEFAULT_PORT }]);
   });
