@@ -357,19 +357,6 @@ async function diagnoseHeap(
   };
 }
 
-/**
- * The worker as shipped but with recent profiles on (PROFILE_CACHE_SIZE=20000: profiles
- * written lately are updated without a read first), draining the same backlog.
- */
-async function runWithRecentProfiles(
-  ctx: Ctx,
-  backlog: string,
-  n: number,
-  capMs: number,
-): Promise<DrainResult> {
-  return drainOnce(ctx, 'wrecent', backlog, n, capMs, { PROFILE_CACHE_SIZE: '20000' });
-}
-
 /** One worker drains the backlog into its own indices, which are deleted afterwards. */
 async function drainOnce(
   ctx: Ctx,
@@ -623,7 +610,10 @@ async function runAll(ctx: Ctx): Promise<Section[]> {
   );
 
   log('  worker with recent profiles (PROFILE_CACHE_SIZE=20000): drain …');
-  const recentOn = await runWithRecentProfiles(ctx, backlog, n, quick ? 30_000 : 90_000);
+  // The worker as shipped but with recent profiles on: profiles written lately are updated without a read first.
+  const recentOn = await drainOnce(ctx, 'wrecent', backlog, n, quick ? 30_000 : 90_000, {
+    PROFILE_CACHE_SIZE: '20000',
+  });
   log(`  worker with recent profiles: ${fmt(recentOn.rate, 0)} docs/s`);
 
   const workerCeiling = shipped.rate / ceiling.rate;

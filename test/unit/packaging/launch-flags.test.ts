@@ -8,20 +8,16 @@ import { shippedNodeFlags } from '../../../bench/lib/worker.js';
  */
 const read = (path: string) => readFileSync(new URL(`../../../${path}`, import.meta.url), 'utf8');
 const scripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts;
-const flagsOf = (command: string) => {
-  const words = command.split(/\s+/);
-  return words.slice(words.indexOf('node') + 1, words.indexOf('dist/cli/main.js'));
-};
 
 describe('the worker’s node flags', () => {
-  const shipped = flagsOf(scripts.start!);
+  const shipped = shippedNodeFlags(scripts.start!);
 
   it('npm start bounds the young generation: 4 MB semi-spaces', () => {
     expect(shipped).toEqual(['--max-semi-space-size=4']);
   });
 
   it('npm run demo, the rxingest command (its shebang) and the container image start node the same way', () => {
-    expect(flagsOf(scripts.demo!)).toEqual(shipped);
+    expect(shippedNodeFlags(scripts.demo!)).toEqual(shipped);
     const shebang = read('src/cli/main.ts').split('\n')[0]!;
     expect(shebang).toBe(`#!/usr/bin/env -S node ${shipped.join(' ')}`);
     const entrypoint = /^ENTRYPOINT (\[.*\])$/m.exec(read('Dockerfile'))?.[1];
