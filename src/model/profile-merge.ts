@@ -43,8 +43,10 @@ export function mergeUpdates(updates: readonly ProfileUpdate[]): MergedUpdate {
     }
     version = Math.max(version, u.version);
     const stamp = { version: u.version, id: u.id };
-    for (const [field, value] of Object.entries(u.data)) {
-      if (beats(stamp, fields.get(field)?.stamp)) fields.set(field, { value, stamp });
+    // Keys, not entries: no [field, value] pair per field (own enumerable string keys, the same set).
+    const data = u.data;
+    for (const field of Object.keys(data)) {
+      if (beats(stamp, fields.get(field)?.stamp)) fields.set(field, { value: data[field], stamp });
     }
   }
   return { clientId: first.clientId, version, fields };

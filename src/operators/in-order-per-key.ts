@@ -21,8 +21,14 @@ export interface InOrderPerKeyOptions {
 
 /** One key's group: its queue, whether its work is running, and its idle bookkeeping. */
 interface Lane<T> {
+  /**
+   * The values from `head` to `tail`. Reused, not emptied: a lane that goes idle and wakes again
+   * writes into the slots it has rather than allocating new ones (it keeps the size of its
+   * deepest queue until it closes).
+   */
   queue: (T | undefined)[];
   head: number;
+  tail: number;
   busy: boolean;
   inner: Subscription | undefined;
   idleSince: number;
@@ -103,9 +109,10 @@ export function inOrderPerKey<T, K, R>(
       };
 
       const becomeIdle = (key: K, lane: Lane<T>): void => {
-        // Drained: every slot is undefined already, so the array is kept for the next values.
-        lane.queue.length = 0;
+        // Drained: every slot is undefined already, so the array is kept for the next values
+        // (truncating it would free its backing store, to be allocated again by the next value).
         lane.head = 0;
+        lane.tail = 0;
         if (sourceDone) {
           closeLane(key, lane);
           completeIfDone();
@@ -118,7 +125,7 @@ export function inOrderPerKey<T, K, R>(
       // Runs the lane's queued values one after another; returns when the queue is empty
       // (the lane is idle) or a value's work is still running (its completion resumes here).
       const drain = (key: K, lane: Lane<T>): void => {
-        while (lane.head < lane.queue.length) {
+        while (lane.head < lane.tail) {
           if (subscriber.closed) return;
           const value = lane.queue[lane.head] as T;
           lane.queue[lane.head++] = undefined;
@@ -199,18 +206,26 @@ export function inOrderPerKey<T, K, R>(
           }
           let lane = lanes.get(key);
           if (lane === undefined) {
-            lane = { queue: [], head: 0, busy: false, inner: undefined, idleSince: 0, timer: undefined };
+            lane = {
+              queue: [],
+              head: 0,
+              tail: 0,
+              busy: false,
+              inner: undefined,
+              idleSince: 0,
+              timer: undefined,
+            };
             lanes.set(key, lane);
             onGroupsChanged?.(lanes.size);
           }
-          lane.queue.push(value);
+          lane.queue[lane.tail++] = value;
           if (!lane.busy) drain(key, lane);
         },
         error: (err) => subscriber.error(err),
         complete: () => {
           sourceDone = true;
           for (const [key, lane] of [...lanes]) {
-            if (!lane.busy && lane.head >= lane.queue.length) closeLane(key, lane);
+            if (!lane.busy && lane.head >= lane.tail) closeLane(key, lane);
           }
           completeIfDone();
         },

@@ -66,6 +66,28 @@ describe('enrichInOrder', () => {
     expect(out[0]).toBe(input[0]);
   });
 
+  it('with the identity enrich, passes each entry at the frame it came, in order, opening no lane', () => {
+    const r = recordFactory();
+    const [a1, b1, a2] = [r.event('a1', 'a'), r.event('b1', 'b'), r.event('a2', 'a')].map(openEntry);
+    const ta = deleteEntry(r.tombstone('a'), 'a');
+    const x = decide(openEntry(r.event('x', 'a')), { kind: 'duplicate', by: 'window' });
+    const groups: number[] = [];
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('-ab-xct|', { a: a1!, b: b1!, c: a2!, x, t: ta });
+      const result = source.pipe(
+        enrichInOrder(identityEnrich, options({ onGroupsChanged: (n) => groups.push(n) })),
+      );
+      expectObservable(result.pipe(map(label))).toBe('-ab-xct|', {
+        a: 'a1:open',
+        b: 'b1:open',
+        c: 'a2:open',
+        x: 'x:duplicate',
+        t: 'del(a):open',
+      });
+    });
+    expect(groups).toEqual([]);
+  });
+
   it('takes a message, a promise, an observable or an array of one from enrich', async () => {
     const input = clientEvents('a1', 'b1', 'c1', 'd1');
     const enrich: Enrich = (m) =>

@@ -200,6 +200,29 @@ describe('inOrderPerKey', () => {
     });
   });
 
+  it('keeps order in a group that goes idle and wakes before it closes, its queue filled twice', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      // Key 1 queues b and c behind a, drains at 5 and is idle until d at 8 (it would close at
+      // 15); d, e and f queue again in the same group, behind d's 3 ms of work.
+      const jobs = {
+        a: job('a', 1, 3),
+        b: job('b', 1, 1),
+        c: job('c', 1, 1),
+        d: job('d', 1, 3),
+        e: job('e', 1, 1),
+        f: job('f', 1, 1),
+      };
+      const groups = new Subject<number>();
+      const source = cold('abc-----def-----|', jobs);
+      const result = '     ---abc-----def--|';
+      const openGroups = ' 1---------------0';
+      expectObservable(
+        source.pipe(inOrderPerKey(keyOf, work, { idleCloseMs: 10, onGroupsChanged: (n) => groups.next(n) })),
+      ).toBe(result, names('abcdef'));
+      expectObservable(groups).toBe(openGroups, { 0: 0, 1: 1 });
+    });
+  });
+
   it('cancels idle timers and in-flight work on unsubscribe', () => {
     const scheduler = new VirtualTimeScheduler();
     const source = new Subject<Job>();
