@@ -114,6 +114,26 @@ export function shippedNodeFlags(startScript = packageStartScript()): string[] {
   return words.slice(node + 1, entry);
 }
 
+/**
+ * The environment `npm start` gives the worker where the caller has not: its
+ * `NAME=${NAME:-value}` words before `exec` (glibc's arenas, README Memory).
+ */
+export function shippedEnvDefaults(startScript = packageStartScript()): Record<string, string> {
+  const defaults: Record<string, string> = {};
+  for (const word of startScript.split(/\s+/)) {
+    if (word === 'exec') break;
+    const m = /^([A-Z_][A-Z0-9_]*)=\$\{\1:-([^}]*)\}$/.exec(word);
+    if (m === null) throw new Error(`unexpected start script: ${startScript}`);
+    defaults[m[1]!] = m[2]!;
+  }
+  return defaults;
+}
+
+/** `shippedEnvDefaults` with the caller's own values where it has them. */
+export function shippedEnv(env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  return Object.fromEntries(Object.entries(shippedEnvDefaults()).map(([k, v]) => [k, env[k] ?? v]));
+}
+
 const packageStartScript = (): string =>
   (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts.start;
 
@@ -161,6 +181,7 @@ export class BenchWorker {
       {
         env: {
           ...process.env,
+          ...shippedEnv(),
           BENCH_MEMORY_FILE: this.memoryFile,
           ...(opts.allocationFile ? { BENCH_ALLOC_FILE: opts.allocationFile } : {}),
           KAFKA_BROKERS: stackEnv.kafkaBrokers,

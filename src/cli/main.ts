@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=4
+#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=4
 import { Command } from 'commander';
 import { demoCommand } from './demo-command.js';
 import { dlqCommand } from './dlq-command.js';

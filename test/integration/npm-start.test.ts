@@ -82,7 +82,7 @@ beforeAll(async () => {
       COMMIT_INTERVAL_MS: '200',
     },
     name,
-    { via: 'npm-start', unset: ['HTTP_HOST', 'HTTP_PORT', 'METRICS_PORT'] },
+    { via: 'npm-start', unset: ['HTTP_HOST', 'HTTP_PORT', 'METRICS_PORT', 'MALLOC_ARENA_MAX'] },
   );
 }, 60_000);
 
@@ -115,6 +115,9 @@ describe('npm start', () => {
     expect(worker!.argv[0]).toMatch(/(^|\/)node$/);
     // With the young generation the start script gives it (see README, Memory).
     expect(worker!.argv).toContain('--max-semi-space-size=4');
+    // And glibc's malloc arenas held to 2, the caller having set none (README, Memory).
+    const environ = readFileSync(`/proc/${worker!.pid}/environ`, 'utf8').split('\0');
+    expect(environ).toContain('MALLOC_ARENA_MAX=2');
     workerPid = worker!.pid;
     expect(listeningSockets(workerPid)).toEqual([{ address: '0.0.0.0', port: DEFAULT_PORT }]);
   });
