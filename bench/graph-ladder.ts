@@ -9,13 +9,7 @@ import type { GraphSettings } from '../src/config/config.js';
 import { planBatch } from '../src/generator/workload.js';
 import { ingestPartition } from '../src/graph/partition-graph.js';
 import { timeOncePerTick } from '../src/graph/time-once-per-tick.js';
-import {
-  type OriginKey,
-  originKeyOf,
-  type ProfileUpdate,
-  type RawRecord,
-  type UserEvent,
-} from '../src/model/message.js';
+import { type OriginKey, originKeyOf, type ProfileUpdate, type RawRecord } from '../src/model/message.js';
 import { OffsetTracker } from '../src/model/offset-tracker.js';
 import { clientOf, decide, type Entry, type Outcome } from '../src/model/outcome.js';
 import { parseRecord } from '../src/model/parse.js';
@@ -26,6 +20,7 @@ import { dropRepeatsWithin } from '../src/operators/drop-repeats-within.js';
 import { type Enrich, enrichInOrder, identityEnrich } from '../src/operators/enrich-in-order.js';
 import { parseRecords } from '../src/operators/parse-records.js';
 import { rebatch } from '../src/operators/rebatch.js';
+import { contributes, eventDocumentOf } from '../src/operators/write-documents.js';
 import { createRetryPolicy } from '../src/retry/retry-policy.js';
 import type {
   CommitSink,
@@ -135,13 +130,6 @@ export function runRx(
 
 // ------------------------------------------------------------------ the imperative ladder
 
-/** Whether an update wins at least one field within its batch (as in writeDocuments). */
-function contributes(own: ProfileUpdate, merged: MergedUpdate): boolean {
-  const fields = Object.keys(own.data);
-  if (fields.length === 0) return merged.version === own.version;
-  return fields.some((f) => merged.fields.get(f)?.stamp.id === own.id);
-}
-
 /** The same work as the graph, as one loop: the floor. Returns what it emitted (for a sanity check). */
 export function runLoop(
   level: number,
@@ -206,20 +194,7 @@ export function runLoop(
         else byClient.set(c, [i]);
       }
     }
-    const docs = events.map((i): EventDocument => {
-      const { record } = out[i]!;
-      const m = out[i]!.message as UserEvent;
-      return {
-        id: m.id,
-        source: {
-          clientId: m.clientId,
-          name: m.name,
-          ts: m.ts,
-          data: m.data,
-          origin: { topic: record.topic, partition: record.partition, offset: Number(record.offset) },
-        },
-      };
-    });
+    const docs = events.map((i) => eventDocumentOf(out[i]!));
     const groups = [...byClient.values()];
     const merged = groups.map((idx) => mergeUpdates(idx.map((i) => out[i]!.message as ProfileUpdate)));
     const created = docs.map(() => CREATED);

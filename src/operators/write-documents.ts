@@ -134,21 +134,7 @@ function writeEvents(
   idx: number[],
   signal?: AbortSignal,
 ): Observable<null> {
-  const docs = idx.map((i): EventDocument => {
-    const e = out[i]!;
-    const m = e.message as UserEvent;
-    const { topic, partition, offset } = e.record;
-    return {
-      id: m.id,
-      source: {
-        clientId: m.clientId,
-        name: m.name,
-        ts: m.ts,
-        data: m.data,
-        origin: { topic, partition, offset: originOffset(offset) },
-      },
-    };
-  });
+  const docs = idx.map((i) => eventDocumentOf(out[i]!));
   return from(store.createEvents(docs, signal)).pipe(
     map((results) => {
       idx.forEach((i, k) => {
@@ -161,6 +147,22 @@ function writeEvents(
       return null;
     }),
   );
+}
+
+/** The document an open event entry is created as: the event with its origin. */
+export function eventDocumentOf(e: Entry): EventDocument {
+  const m = e.message as UserEvent;
+  const { topic, partition, offset } = e.record;
+  return {
+    id: m.id,
+    source: {
+      clientId: m.clientId,
+      name: m.name,
+      ts: m.ts,
+      data: m.data,
+      origin: { topic, partition, offset: originOffset(offset) },
+    },
+  };
 }
 
 /** A JSON number while it is exact (always, in practice); the decimal string beyond 2^53. */
@@ -272,7 +274,7 @@ function isolateRefused(
 }
 
 /** Whether an update wins at least one field within its batch (else it is outranked on arrival). */
-function contributes(own: ProfileUpdate, merged: MergedUpdate): boolean {
+export function contributes(own: ProfileUpdate, merged: MergedUpdate): boolean {
   const fields = Object.keys(own.data);
   if (fields.length === 0) return merged.version === own.version;
   return fields.some((f) => merged.fields.get(f)?.stamp.id === own.id);
