@@ -218,11 +218,17 @@ export class BenchWorker {
   }
 
   async metrics(): Promise<ReturnType<typeof parseMetrics> | undefined> {
+    const text = await this.metricsText();
+    return text === undefined ? undefined : parseMetrics(text);
+  }
+
+  /** The worker's /metrics as it answers them, or undefined if it does not. */
+  async metricsText(): Promise<string | undefined> {
     try {
       const res = await fetch(`http://127.0.0.1:${this.port}/metrics`, {
         signal: AbortSignal.timeout(2_000),
       });
-      return res.ok ? parseMetrics(await res.text()) : undefined;
+      return res.ok ? await res.text() : undefined;
     } catch {
       return undefined;
     }

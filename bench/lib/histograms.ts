@@ -1,0 +1,39 @@
+/**
+ * A prom-client histogram read from the worker's /metrics text: the cumulative count of each
+ * bucket of one series, so that a phase's own observations are `after − before`.
+ */
+export type Buckets = ReadonlyMap<number, number>;
+
+/** The buckets (`le` → cumulative count, `+Inf` as Infinity) of `name` whose labels include `labels`. */
+export function histogramBuckets(text: string, name: string, labels: Record<string, string> = {}): Buckets {
+  const out = new Map<number, number>();
+  const prefix = `${name}_bucket{`;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(prefix)) continue;
+    const close = line.lastIndexOf('}');
+    const labelText = line.slice(prefix.length, close);
+    const le = /(?:^|,)le="([^"]+)"/.exec(labelText)?.[1];
+    if (le === undefined) continue;
+    if (!Object.entries(labels).every(([k, v]) => labelText.includes(`${k}="${v}"`))) continue;
+    const bound = le === '+Inf' ? Number.POSITIVE_INFINITY : Number(le);
+    out.set(bound, (out.get(bound) ?? 0) + Number(line.slice(close + 1).trim()));
+  }
+  return out;
+}
+
+/** What was observed between two readings of the same series. */
+export function bucketsBetween(before: Buckets, after: Buckets): Buckets {
+  const out = new Map<number, number>();
+  for (const [le, n] of after) out.set(le, n - (before.get(le) ?? 0));
+  return out;
+}
+
+/** Observations in the buckets. */
+export const observations = (b: Buckets): number => b.get(Number.POSITIVE_INFINITY) ?? 0;
+
+/** The share of observations at most `le` (a bucket's bound), or NaN without observations or without that bucket. */
+export function shareWithin(b: Buckets, le: number): number {
+  const total = observations(b);
+  const within = b.get(le);
+  return total > 0 && within !== undefined ? within / total : Number.NaN;
+}
