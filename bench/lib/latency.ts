@@ -45,6 +45,8 @@ export interface LatencyResult {
   readonly latencies: number[];
   /** Send time (ms into the run) of each measured sample, same order as `latencies`. */
   readonly sentAt: number[];
+  /** ms from the producer's acknowledgement to the poll that found it, same order: Kafka, the worker and Elasticsearch. */
+  readonly afterAck: number[];
   readonly sampled: number;
   readonly missing: number;
   readonly produced: number;
@@ -77,9 +79,11 @@ export async function measureLatency(o: LatencyOptions): Promise<LatencyResult> 
       sampledAt.set(r.id!, r.sendAtMs);
     }
   }
-  const outstanding = new Map<string, number>();
+  /** Sampled ids sent and acknowledged, not yet found: planned send time, ack time (ms into the run). */
+  const outstanding = new Map<string, { at: number; ackAt: number }>();
   const latencies: number[] = [];
   const sentAt: number[] = [];
+  const afterAck: number[] = [];
   let t0: number | undefined;
   let producing = true;
 
@@ -103,10 +107,11 @@ export async function measureLatency(o: LatencyOptions): Promise<LatencyResult> 
           marks.forEach((mark, i) => {
             if (mark === null) return;
             const id = ids[i]!;
-            const at = outstanding.get(id)!;
+            const { at, ackAt } = outstanding.get(id)!;
             outstanding.delete(id);
             latencies.push(now - (t0! + at));
             sentAt.push(at);
+            afterAck.push(now - (t0! + ackAt));
           });
         } catch {
           // A slow answer: try again.
@@ -133,10 +138,11 @@ export async function measureLatency(o: LatencyOptions): Promise<LatencyResult> 
         sleep: (ms) => sleep(ms),
       },
       onSent: (records) => {
+        const ackAt = performance.now() - t0!;
         for (const r of records) {
           if (r.kind !== 'event') continue;
           const at = sampledAt.get(r.id!);
-          if (at !== undefined) outstanding.set(r.id!, at);
+          if (at !== undefined) outstanding.set(r.id!, { at, ackAt });
         }
       },
     },
@@ -148,6 +154,7 @@ export async function measureLatency(o: LatencyOptions): Promise<LatencyResult> 
   return {
     latencies,
     sentAt,
+    afterAck,
     sampled: sampledAt.size,
     missing: sampledAt.size - latencies.length,
     produced: result.total,
