@@ -171,8 +171,9 @@ interface WorkerPoint {
 
 /**
  * The worker's histograms over the latency phase: its `ts` → indexed latency of every record
- * (the target's own definition, without the bench's producer, mark and poll), and its
- * `_bulk` requests' durations: what is Elasticsearch's share of the tail.
+ * (the target's own definition; `ts` is the planned send time, so the producer's send counts,
+ * the bench's mark and poll do not), and its `_bulk` requests' durations: what is
+ * Elasticsearch's share of the tail.
  */
 interface OwnView {
   readonly indexed: Buckets;
