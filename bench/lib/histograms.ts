@@ -1,3 +1,5 @@
+import { parsePrometheusText } from '../../scripts/dashboard/prometheus-text.js';
+
 /**
  * A prom-client histogram read from the worker's /metrics text: the cumulative count of each
  * bucket of one series, so that a phase's own observations are `after − before`.
@@ -7,16 +9,12 @@ export type Buckets = ReadonlyMap<number, number>;
 /** The buckets (`le` → cumulative count, `+Inf` as Infinity) of `name` whose labels include `labels`. */
 export function histogramBuckets(text: string, name: string, labels: Record<string, string> = {}): Buckets {
   const out = new Map<number, number>();
-  const prefix = `${name}_bucket{`;
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(prefix)) continue;
-    const close = line.lastIndexOf('}');
-    const labelText = line.slice(prefix.length, close);
-    const le = /(?:^|,)le="([^"]+)"/.exec(labelText)?.[1];
-    if (le === undefined) continue;
-    if (!Object.entries(labels).every(([k, v]) => labelText.includes(`${k}="${v}"`))) continue;
+  for (const s of parsePrometheusText(text).samples) {
+    const le = s.labels.le;
+    if (s.name !== `${name}_bucket` || le === undefined) continue;
+    if (!Object.entries(labels).every(([k, v]) => s.labels[k] === v)) continue;
     const bound = le === '+Inf' ? Number.POSITIVE_INFINITY : Number(le);
-    out.set(bound, (out.get(bound) ?? 0) + Number(line.slice(close + 1).trim()));
+    out.set(bound, (out.get(bound) ?? 0) + s.value);
   }
   return out;
 }
