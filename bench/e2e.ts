@@ -19,6 +19,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { type GraphSettings, loadConfig } from '../src/config/config.js';
 import { describeWorkload, planWorkload, workloadRecords } from '../src/generator/workload.js';
+import { SINK_STAGES, type SinkStage } from '../src/metrics/worker-metrics.js';
 import type { IngestMessage } from '../src/model/message.js';
 import { UNCOMMITTED_PER_HIGH_WATER } from '../src/worker/intake-marks.js';
 import { type CeilingResult, createIndices, deleteIndices, runCeiling, sampleCpu } from './lib/ceiling.js';
@@ -29,6 +30,7 @@ import {
   bucketsBetween,
   histogramBuckets,
   observations,
+  quantile,
   shareWithin,
 } from './lib/histograms.js';
 import { type LatencyResult, measureLatency } from './lib/latency.js';
@@ -178,6 +180,11 @@ interface WorkerPoint {
 interface OwnView {
   readonly indexed: Buckets;
   readonly bulk: Buckets;
+  /** The same latency split at the fetch: Kafka's part (`ts` → fetched) and the worker's (→ indexed). */
+  readonly kafka: Buckets;
+  readonly worker: Buckets;
+  /** Each call of the graph's stages on Redis and Elasticsearch. */
+  readonly stages: ReadonlyMap<SinkStage, Buckets>;
 }
 
 function ownViewBetween(before: string | undefined, after: string | undefined): OwnView | undefined {
@@ -187,6 +194,11 @@ function ownViewBetween(before: string | undefined, after: string | undefined): 
   return {
     indexed: between('rxingest_e2e_latency_seconds'),
     bulk: between('rxingest_es_request_duration_seconds', { op: 'bulk' }),
+    kafka: between('rxingest_record_latency_seconds', { part: 'kafka' }),
+    worker: between('rxingest_record_latency_seconds', { part: 'worker' }),
+    stages: new Map(
+      SINK_STAGES.map((stage) => [stage, between('rxingest_stage_duration_seconds', { stage })]),
+    ),
   };
 }
 
@@ -653,10 +665,12 @@ async function runAll(ctx: Ctx): Promise<Section[]> {
       `p50 ${latencyCell(shipped.latency, 'p50')} ms, p99 ${latencyCell(shipped.latency, 'p99')} ms; peak RSS ${fmt(shipped.peakRssMb, 0)} MB`,
   );
   if (shipped.ownView) {
-    const { indexed, bulk } = shipped.ownView;
+    const { indexed, bulk, kafka, worker } = shipped.ownView;
+    const p99 = (b: Buckets) => fmt(quantile(b, 0.99) * 1000, 0);
     log(
       `  worker's own histograms, same phase: ${fmt(shareWithin(indexed, 0.25) * 100, 1)}% of ${fmt(observations(indexed), 0)} ` +
-        `records indexed within 250 ms of their ts; ${fmt(shareWithin(bulk, 0.05) * 100, 1)}% of ${fmt(observations(bulk), 0)} _bulk requests within 50 ms`,
+        `records indexed within 250 ms of their ts (p99 ≈ ${p99(indexed)} ms: ts → fetched ≈ ${p99(kafka)}, fetched → indexed ≈ ${p99(worker)}); ` +
+        `${fmt(shareWithin(bulk, 0.05) * 100, 1)}% of ${fmt(observations(bulk), 0)} _bulk requests within 50 ms`,
     );
   }
 
@@ -868,10 +882,27 @@ function endToEndSection(
       const cores = cpuBetween(within[0]!, within.at(-1)!, ctx.cores).find((c) => c.name === name)?.cores;
       return cores === undefined ? '–' : fmt(cores, 2);
     };
+    const loopLagIn = (fromMs: number) => {
+      const from = lat.sampleTimeOfStart + fromMs;
+      const lags = shipped.liveSamples
+        .filter((x) => x.t > from && x.t <= from + 5_000 && Number.isFinite(x.loopLagMaxMs))
+        .map((x) => x.loopLagMaxMs);
+      return lags.length === 0 ? '–' : fmt(Math.max(...lags), 0);
+    };
     tables.push({
       title:
         'The same latency by when the message was sent (5-s windows), with the cores each process used then: where the tail comes from',
-      head: ['sent at s', 'samples', 'p50 ms', 'p99 ms', 'max ms', 'worker', 'elasticsearch', 'kafka'],
+      head: [
+        'sent at s',
+        'samples',
+        'p50 ms',
+        'p99 ms',
+        'max ms',
+        'worker',
+        'elasticsearch',
+        'kafka',
+        'worker loop held, max ms',
+      ],
       rows: windows.map((w) => [
         `${fmt(w.fromMs / 1000, 0)}–${fmt((w.fromMs + 5_000) / 1000, 0)}`,
         fmt(w.summary.count, 0),
@@ -881,6 +912,7 @@ function endToEndSection(
         cpuIn(w.fromMs, 'worker'),
         cpuIn(w.fromMs, 'elasticsearch'),
         cpuIn(w.fromMs, 'kafka'),
+        loopLagIn(w.fromMs),
       ]),
     });
     if (shipped.ownView) tables.push(ownViewTable(lat, shipped.ownView));
@@ -1107,14 +1139,23 @@ function ownViewTable(lat: NonNullable<WorkerPoint['latency']>, own: OwnView): T
       fmt(p99, 0),
     ];
   };
-  /** A histogram of the worker's: shares only (its buckets are too coarse for percentiles). */
-  const histogramRow = (what: string, b: Buckets) => [
-    what,
-    fmt(observations(b), 0),
-    ...OWN_VIEW_BOUNDS_S.map((s) => pct(shareWithin(b, s))),
-    '–',
-    '–',
-  ];
+  /** A histogram of the worker's: its shares, and p50 / p99 estimated within their buckets (≈). */
+  const histogramRow = (what: string, b: Buckets) => {
+    const estimate = (q: number) => {
+      const v = quantile(b, q);
+      return Number.isNaN(v) ? '–' : `≈ ${fmt(v * 1000, 0)}`;
+    };
+    return [
+      what,
+      fmt(observations(b), 0),
+      ...OWN_VIEW_BOUNDS_S.map((s) => pct(shareWithin(b, s))),
+      estimate(0.5),
+      estimate(0.99),
+    ];
+  };
+  const stageRows = [...own.stages]
+    .filter(([, b]) => observations(b) > 0)
+    .map(([stage, b]) => histogramRow(`    ${stage}, per call (rxingest_stage_duration_seconds)`, b));
   const late = lat.startLateMs > 0 ? `, ts ${fmt(lat.startLateMs, 0)} ms before its planned send` : '';
   return {
     title:
@@ -1131,7 +1172,10 @@ function ownViewTable(lat: NonNullable<WorkerPoint['latency']>, own: OwnView): T
       sampledRow('  planned send → producer acknowledged', toAck),
       sampledRow('  acknowledged → owner mark seen (Kafka, worker, Elasticsearch, poll)', lat.afterAck),
       histogramRow(`worker: message ts → indexed (rxingest_e2e_latency_seconds)${late}`, own.indexed),
-      histogramRow('worker: _bulk request (rxingest_es_request_duration_seconds)', own.bulk),
+      histogramRow('  ts → fetched: the send, Kafka, the fetch (rxingest_record_latency_seconds)', own.kafka),
+      histogramRow('  fetched → indexed: in the worker', own.worker),
+      ...stageRows,
+      histogramRow('    _bulk request (rxingest_es_request_duration_seconds)', own.bulk),
     ],
   };
 }

@@ -139,6 +139,7 @@ export async function sampleCpu(ctx: CeilingContext): Promise<WorkerMetricsSampl
     byOutcome: {},
     inFlight: 0,
     lag: 0,
+    loopLagMaxMs: Number.NaN,
     rssMb: 0,
     hwmMb: 0,
     cpu,

@@ -35,3 +35,27 @@ export function shareWithin(b: Buckets, le: number): number {
   const within = b.get(le);
   return total > 0 && within !== undefined ? within / total : Number.NaN;
 }
+
+/**
+ * The q-quantile (0–1) estimated as Prometheus's `histogram_quantile` does: linear within the
+ * bucket it falls in, from 0 for the first bucket; the highest finite bound when it falls in
+ * `+Inf`; NaN without observations.
+ */
+export function quantile(b: Buckets, q: number): number {
+  const total = observations(b);
+  if (!(total > 0)) return Number.NaN;
+  const bounds = [...b.keys()].sort((x, y) => x - y);
+  const rank = q * total;
+  let lower = 0;
+  let below = 0;
+  for (const le of bounds) {
+    const count = b.get(le)!;
+    if (count >= rank) {
+      if (le === Number.POSITIVE_INFINITY) return lower;
+      return count === below ? le : lower + ((le - lower) * (rank - below)) / (count - below);
+    }
+    lower = le;
+    below = count;
+  }
+  return lower;
+}

@@ -13,6 +13,8 @@ export interface WorkerMetricsSample {
   readonly byOutcome: Readonly<Record<string, number>>;
   readonly inFlight: number;
   readonly lag: number;
+  /** The longest the worker's event loop was held since the sample before (prom-client resets it per scrape). */
+  readonly loopLagMaxMs: number;
   readonly rssMb: number;
   readonly hwmMb: number;
   /** CPU seconds used so far, per process: the worker and each server of the stack. */
@@ -51,10 +53,12 @@ export function parseMetrics(text: string): {
   byOutcome: Record<string, number>;
   inFlight: number;
   lag: number;
+  loopLagMaxMs: number;
 } {
   let done = 0;
   let inFlight = 0;
   let lag = 0;
+  let loopLagMaxMs = Number.NaN;
   const byOutcome: Record<string, number> = {};
   for (const line of text.split('\n')) {
     if (line.startsWith('#') || line === '') continue;
@@ -67,8 +71,9 @@ export function parseMetrics(text: string): {
       byOutcome[outcome] = (byOutcome[outcome] ?? 0) + value;
     } else if (m[1] === 'rxingest_in_flight') inFlight += value;
     else if (m[1] === 'rxingest_consumer_lag') lag += value;
+    else if (m[1] === 'rxingest_nodejs_eventloop_lag_max_seconds') loopLagMaxMs = value * 1000;
   }
-  return { done, byOutcome, inFlight, lag };
+  return { done, byOutcome, inFlight, lag, loopLagMaxMs };
 }
 
 /** The main thread's CPU profile of the BenchWorker `name` (node names it CPU.<date>.<time>.<pid>.<thread>.<seq>). */
@@ -252,6 +257,7 @@ export class BenchWorker {
         byOutcome: m.byOutcome,
         inFlight: m.inFlight,
         lag: m.lag,
+        loopLagMaxMs: m.loopLagMaxMs,
         rssMb: mem.rss,
         hwmMb: mem.hwm,
         cpu,

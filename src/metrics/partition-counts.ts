@@ -21,6 +21,9 @@ export class PartitionCounts {
   };
   /** End-to-end latencies (ms) of records indexed since the last flush. */
   private readonly latenciesMs: number[] = [];
+  /** Their two parts, for the records that know when they were fetched. */
+  private readonly kafkaMs: number[] = [];
+  private readonly workerMs: number[] = [];
 
   constructor(private readonly metrics: WorkerMetrics) {}
 
@@ -33,8 +36,13 @@ export class PartitionCounts {
     for (const d of batch) {
       const kind = d.entry.outcome.kind;
       this.done[kind]++;
-      if (kind === 'indexed' && d.entry.message !== undefined)
-        this.latenciesMs.push(now - Date.parse(d.entry.message.ts));
+      if (kind !== 'indexed' || d.entry.message === undefined) continue;
+      const ts = Date.parse(d.entry.message.ts);
+      this.latenciesMs.push(now - ts);
+      const fetched = d.entry.record.receivedAt;
+      if (fetched === undefined) continue;
+      this.kafkaMs.push(fetched - ts);
+      this.workerMs.push(now - fetched);
     }
   }
 
@@ -48,6 +56,9 @@ export class PartitionCounts {
     }
     this.done.skipped = 0;
     m.observeLatencies(this.latenciesMs);
+    m.observeLatencyParts(this.kafkaMs, this.workerMs);
     this.latenciesMs.length = 0;
+    this.kafkaMs.length = 0;
+    this.workerMs.length = 0;
   }
 }

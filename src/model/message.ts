@@ -39,12 +39,33 @@ export interface RawRecord extends SourcePosition {
   readonly value: Buffer | null;
   readonly headers?: Readonly<Record<string, Buffer | string | (Buffer | string)[] | undefined>>;
   /**
+   * When the fetch handed it to the partition (ms since the epoch): splits a record's latency
+   * into Kafka's part (its `ts` to here) and the worker's (here to indexed).
+   */
+  readonly receivedAt?: number;
+  /**
    * Not a record but the end of a gap the fetch skipped (transaction markers, records of
    * aborted transactions, compacted records): `offset` is the gap's last offset. It is done
    * at once, so the committed offset reaches the partition's end past such gaps.
    */
   readonly gap?: true;
 }
+
+/** A fetched Kafka message (kafkajs's shape) as the graph receives it. */
+export const fetchedRecord = (
+  topic: string,
+  partition: number,
+  m: Pick<RawRecord, 'offset' | 'key' | 'value' | 'headers'>,
+  receivedAt: number,
+): RawRecord => ({
+  topic,
+  partition,
+  offset: m.offset,
+  key: m.key,
+  value: m.value,
+  headers: m.headers,
+  receivedAt,
+});
 
 /** A validated message together with the record it came from. */
 export interface Envelope<M extends IngestMessage = IngestMessage> {

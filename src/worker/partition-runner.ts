@@ -5,10 +5,10 @@ import type { Config } from '../config/config.js';
 import { ingestPartition, type PartitionPorts } from '../graph/partition-graph.js';
 import { timeOncePerTick } from '../graph/time-once-per-tick.js';
 import { PartitionCounts } from '../metrics/partition-counts.js';
-import { timedCommitSink } from '../metrics/timed-commit-sink.js';
+import { timedCommitSink } from '../metrics/timed-sinks.js';
 import type { WorkerMetrics } from '../metrics/worker-metrics.js';
 import { BytesInFlight, recordBytes } from '../model/bytes-in-flight.js';
-import type { RawRecord } from '../model/message.js';
+import { fetchedRecord, type RawRecord } from '../model/message.js';
 import { greater, OffsetTracker } from '../model/offset-tracker.js';
 import type { OutRecord } from '../model/out-record.js';
 import type { Done } from '../model/outcome.js';
@@ -192,6 +192,7 @@ export class PartitionRunner {
     if (!this.accepting) return false;
     if (!this.admitted(this.position.judgeBatch(fetchedOffset), fetchedOffset, lastOffset)) return false;
     const observe = this.deps.observeClient;
+    const receivedAt = Date.now();
     let bytes = 0;
     for (const m of messages) {
       // After a rebalance that kept this partition, kafkajs fetches again from the committed
@@ -203,14 +204,7 @@ export class PartitionRunner {
       bytes += recordBytes(m.key, m.value);
       if (observe !== undefined && m.key !== null && m.key.length > 0 && m.key.length <= MAX_CLIENT_KEY_BYTES)
         observe(this.topic, m.key.toString('utf8'));
-      this.input.next({
-        topic: this.topic,
-        partition: this.partition,
-        offset: m.offset,
-        key: m.key,
-        value: m.value,
-        headers: m.headers as RawRecord['headers'],
-      });
+      this.input.next(fetchedRecord(this.topic, this.partition, m, receivedAt));
     }
     this.bytesInFlight.add(lastOffset, bytes);
     this.position.advance(lastOffset);

@@ -11,6 +11,7 @@ import { Readiness } from '../http/readiness.js';
 import { assertKafkajsProduceRetries } from '../kafkajs-patch/produce-retries.js';
 import { assertKafkajsReadCommitted } from '../kafkajs-patch/read-committed.js';
 import { EsPoolMonitor, esPoolStats } from '../metrics/es-pool-monitor.js';
+import { timedDocumentStore, timedKnownCopies } from '../metrics/timed-sinks.js';
 import { WorkerMetrics } from '../metrics/worker-metrics.js';
 import { type Enrich, identityEnrich } from '../operators/enrich-in-order.js';
 import { createRetryPolicy } from '../retry/retry-policy.js';
@@ -175,35 +176,41 @@ export async function startWorker({
 
   const epochs = new IndexEpochs(es);
   const ports = {
-    known: new RedisKnownCopies(
-      redis,
-      {
-        keyPrefix: config.redis.keyPrefix,
-        group: config.kafka.groupId,
-        ttlMs: config.redis.processedTtlMs,
-        eventsIndex: config.elasticsearch.eventsIndex,
-      },
-      {
-        epochs,
-        health: redisHealth,
-        gate: pushback.redisGate,
-        observer: metrics.redisObserver(),
-        log: log.child({ component: 'redis' }),
-      },
+    known: timedKnownCopies(
+      new RedisKnownCopies(
+        redis,
+        {
+          keyPrefix: config.redis.keyPrefix,
+          group: config.kafka.groupId,
+          ttlMs: config.redis.processedTtlMs,
+          eventsIndex: config.elasticsearch.eventsIndex,
+        },
+        {
+          epochs,
+          health: redisHealth,
+          gate: pushback.redisGate,
+          observer: metrics.redisObserver(),
+          log: log.child({ component: 'redis' }),
+        },
+      ),
+      metrics.stageObserver(),
     ),
-    documents: new ElasticsearchDocumentStore(
-      es,
-      {
-        profilesIndex: config.elasticsearch.profilesIndex,
-        eventsIndex: config.elasticsearch.eventsIndex,
-        retry,
-        observer: metrics.elasticsearchObserver(),
-        gate: pushback.gate,
-        ...(config.elasticsearch.profileCacheSize > 0
-          ? { recentProfiles: { cache: new RecentProfiles(config.elasticsearch.profileCacheSize), epochs } }
-          : {}),
-      },
-      log.child({ component: 'elasticsearch' }),
+    documents: timedDocumentStore(
+      new ElasticsearchDocumentStore(
+        es,
+        {
+          profilesIndex: config.elasticsearch.profilesIndex,
+          eventsIndex: config.elasticsearch.eventsIndex,
+          retry,
+          observer: metrics.elasticsearchObserver(),
+          gate: pushback.gate,
+          ...(config.elasticsearch.profileCacheSize > 0
+            ? { recentProfiles: { cache: new RecentProfiles(config.elasticsearch.profileCacheSize), epochs } }
+            : {}),
+        },
+        log.child({ component: 'elasticsearch' }),
+      ),
+      metrics.stageObserver(),
     ),
     enrich,
   };

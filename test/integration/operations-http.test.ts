@@ -226,6 +226,24 @@ describe('the HTTP server of a running worker', () => {
     );
     expect(moved('rxingest_es_request_duration_seconds_count', { op: 'bulk' })).toBeGreaterThan(0);
     expect(moved('rxingest_es_request_duration_seconds_count', { op: 'mget' })).toBeGreaterThan(0);
+    // The latency split at the fetch: the minute is Kafka's part, and the parts add up to the whole.
+    const part = (p: string, what: string, le?: string) =>
+      moved(`rxingest_record_latency_seconds_${what}`, le === undefined ? { part: p } : { part: p, le });
+    expect(part('kafka', 'count')).toBe(latencies);
+    expect(part('worker', 'count')).toBe(latencies);
+    expect(part('kafka', 'bucket', '60'), "Kafka's part under 60 s").toBe(0);
+    expect(part('worker', 'bucket', '60'), "the worker's part under 60 s").toBe(latencies);
+    expect(part('kafka', 'sum') + part('worker', 'sum')).toBeCloseTo(
+      moved('rxingest_e2e_latency_seconds_sum'),
+      1,
+    );
+    // Each stage's calls on the real Redis and Elasticsearch, timed; a write holds its requests.
+    const stage = (s: string, what: string) => moved(`rxingest_stage_duration_seconds_${what}`, { stage: s });
+    for (const s of ['redis-lookup', 'write-events', 'write-profiles', 'redis-marks'])
+      expect(stage(s, 'count'), s).toBeGreaterThan(0);
+    expect(stage('write-events', 'sum') + stage('write-profiles', 'sum')).toBeGreaterThanOrEqual(
+      moved('rxingest_es_request_duration_seconds_sum', { op: 'bulk' }) * 0.99,
+    );
     // Gauges the worker feeds: one series per assigned partition, the pool read from the real client.
     // (a partition's lag and in-flight series appear with its first batch; by the end all four had one)
     expect(

@@ -4,6 +4,7 @@ import {
   bucketsBetween,
   histogramBuckets,
   observations,
+  quantile,
   shareWithin,
 } from '../../../bench/lib/histograms.js';
 
@@ -66,5 +67,27 @@ describe('histogramBuckets, from prom-client text', () => {
     e2e.observe(0.2);
     expect(shareWithin(histogramBuckets(await r.metrics(), 'x_e2e_seconds'), 0.3)).toBeNaN();
     expect(observations(histogramBuckets(await r.metrics(), 'x_missing_seconds'))).toBe(0);
+  });
+});
+
+describe('quantile, as histogram_quantile estimates it', () => {
+  it('interpolates within the bucket the rank falls in', async () => {
+    const { r, e2e } = registry();
+    // 10 observations: 2 ≤ 0.1, 6 more ≤ 0.25, 2 more ≤ 0.5.
+    for (const v of [0.05, 0.05, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.4, 0.4]) e2e.observe(v);
+    const b = histogramBuckets(await r.metrics(), 'x_e2e_seconds');
+    // rank 5 of 10: 3 into the 6 of (0.1, 0.25]
+    expect(quantile(b, 0.5)).toBeCloseTo(0.1 + 0.15 * (3 / 6));
+    // rank 9.9: 1.9 into the 2 of (0.25, 0.5]
+    expect(quantile(b, 0.99)).toBeCloseTo(0.25 + 0.25 * (1.9 / 2));
+    // rank 1 of the first bucket, from 0
+    expect(quantile(b, 0.1)).toBeCloseTo(0.05);
+  });
+
+  it('answers the highest finite bound past it, and NaN without observations', async () => {
+    const { r, e2e } = registry();
+    expect(quantile(histogramBuckets(await r.metrics(), 'x_e2e_seconds'), 0.5)).toBeNaN();
+    for (const v of [0.05, 3, 4]) e2e.observe(v);
+    expect(quantile(histogramBuckets(await r.metrics(), 'x_e2e_seconds'), 0.99)).toBe(0.5);
   });
 });

@@ -27,6 +27,8 @@ describe('WorkerMetrics', () => {
     expect(sampleValue(text, 'rxingest_redis_up')).toBe(0);
     expect(sampleValue(text, 'rxingest_hot_clients')).toBe(0);
     expect(sampleValue(text, 'rxingest_es_request_duration_seconds_count', { op: 'mget' })).toBe(0);
+    expect(sampleValue(text, 'rxingest_record_latency_seconds_count', { part: 'worker' })).toBe(0);
+    expect(sampleValue(text, 'rxingest_stage_duration_seconds_count', { stage: 'redis-marks' })).toBe(0);
   });
 
   it('exposes setters for the components that own breakers, limits, shedding, Redis and hot clients', async () => {
@@ -82,6 +84,37 @@ describe('WorkerMetrics', () => {
     expect(sampleValue(text, 'rxingest_e2e_latency_seconds_count')).toBe(3);
     expect(sampleValue(text, 'rxingest_e2e_latency_seconds_sum')).toBeCloseTo(2.04);
     expect(sampleValue(text, 'rxingest_e2e_latency_seconds_bucket', { le: '0.05' })).toBe(2);
+  });
+
+  it("puts the latency's two parts into their own series, in seconds, a negative part as 0", async () => {
+    const m = metricsWith();
+    m.observeLatencyParts([60_000, -3], [20, 300, Number.NaN]);
+    const text = parsePrometheusText(await m.registry.metrics());
+    const part = (p: string, name: string, le?: string) =>
+      sampleValue(text, `rxingest_record_latency_seconds_${name}`, le ? { part: p, le } : { part: p });
+    expect(part('kafka', 'count')).toBe(2);
+    expect(part('kafka', 'sum')).toBeCloseTo(60);
+    expect(part('kafka', 'bucket', '0.01')).toBe(1);
+    expect(part('worker', 'count')).toBe(2);
+    expect(part('worker', 'sum')).toBeCloseTo(0.32);
+    // The buckets around the 250 ms target are fine enough to read a p99 from.
+    expect(part('worker', 'bucket', '0.25')).toBe(1);
+    expect(part('worker', 'bucket', '0.3')).toBe(2);
+  });
+
+  it('puts each stage call into the stage duration histogram under its stage', async () => {
+    const m = metricsWith();
+    const observe = m.stageObserver();
+    observe('write-events', 0.04);
+    observe('write-events', 0.2);
+    observe('redis-lookup', 0.002);
+    const text = parsePrometheusText(await m.registry.metrics());
+    const stage = (s: string, name: string) =>
+      sampleValue(text, `rxingest_stage_duration_seconds_${name}`, { stage: s });
+    expect(stage('write-events', 'count')).toBe(2);
+    expect(stage('write-events', 'sum')).toBeCloseTo(0.24);
+    expect(stage('redis-lookup', 'count')).toBe(1);
+    expect(stage('write-profiles', 'count')).toBe(0);
   });
 
   it('reports the Elasticsearch store into request durations, retries and 409s', async () => {
