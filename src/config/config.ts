@@ -81,6 +81,11 @@ export interface GraphSettings {
   readonly batchMs: number;
   /** A partition's batches written to Elasticsearch at once (one with a tombstone alone). */
   readonly batchesInFlight: number;
+  /**
+   * Batches that wait while those writes are busy are joined, up to BATCH_MAX entries and
+   * this many bytes of records (0, the default: never joined; it measured no better).
+   */
+  readonly batchJoinBytes: number;
   readonly highWater: number;
   readonly lowWater: number;
   /** Bytes taken in and not committed that pause a partition too (it resumes below half). */
@@ -199,6 +204,7 @@ const schema = {
   BATCH_MAX: [int(1, 100_000), '500'],
   BATCH_MS: [int(1, 60_000), '50'],
   BATCHES_IN_FLIGHT: [int(1, 64), '2'],
+  BATCH_JOIN_BYTES: [int(0, 256 * 1024 * 1024), '0'],
   HIGH_WATER: [int(1, 10_000_000), '2000'],
   LOW_WATER: [int(0, 10_000_000), '1000'],
   HIGH_WATER_BYTES: [int(64 * 1024, 4 * 1024 ** 3), String(16 * 1024 * 1024)],
@@ -377,6 +383,7 @@ export function loadConfig(
       batchMax: r.BATCH_MAX,
       batchMs: r.BATCH_MS,
       batchesInFlight: r.BATCHES_IN_FLIGHT,
+      batchJoinBytes: r.BATCH_JOIN_BYTES,
       highWater: r.HIGH_WATER,
       lowWater: r.LOW_WATER,
       highWaterBytes: r.HIGH_WATER_BYTES,

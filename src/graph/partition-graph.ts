@@ -52,6 +52,10 @@ const ignore = () => {};
  */
 const commitEvery = (s: GraphSettings) => Math.max(1, Math.min(s.commitEvery, s.highWater - s.lowWater));
 
+/** Batches waiting for a write slot are joined up to a full batch and BATCH_JOIN_BYTES (0: never). */
+const joinLimit = (s: GraphSettings) =>
+  s.batchJoinBytes > 0 ? { entries: s.batchMax, bytes: s.batchJoinBytes } : undefined;
+
 /**
  * One partition's ingestion graph, top to bottom. Every record enters as an entry and
  * leaves decided — indexed, duplicate, stale, dead-letter (or, for tombstones and gaps,
@@ -84,8 +88,9 @@ export function ingestPartition(
   return batches$.pipe(
     // events Redis knows another record owns are duplicates (an optimisation only)
     skipKnownCopies(ports.known),
-    // events created with their origin, profiles merged, tombstones applied (Elasticsearch)
-    writeDocuments(ports.documents, { batchesInFlight: s.batchesInFlight, signal }),
+    // events created with their origin, profiles merged, tombstones applied (Elasticsearch);
+    // batches that wait for a write slot go together, within BATCH_MAX and BATCH_JOIN_BYTES
+    writeDocuments(ports.documents, { batchesInFlight: s.batchesInFlight, joinUpTo: joinLimit(s), signal }),
     // tell Redis who owns each event
     rememberOwners(ports.known),
     // triggers of owned events and dead letters, except for replays of committed work

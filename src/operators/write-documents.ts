@@ -10,6 +10,7 @@ import {
   type Observable,
   of,
 } from 'rxjs';
+import { recordBytes } from '../model/bytes-in-flight.js';
 import { type OriginKey, originKeyOf, type ProfileUpdate, type UserEvent } from '../model/message.js';
 import { decide, type Entry } from '../model/outcome.js';
 import { type MergedUpdate, mergeUpdates } from '../model/profile-merge.js';
@@ -30,8 +31,8 @@ import { mergeMapWithBarriers } from './merge-map-with-barriers.js';
  *
  * Up to `batchesInFlight` batches are written at once (BATCHES_IN_FLIGHT, 2 by default), a
  * batch with a tombstone alone, and batches come out as they are written, not in order: the
- * offset tracker commits in order. With `joinUpTo` (the graph leaves it off), batches that wait
- * meanwhile are joined, up to that many entries. Writes do not depend on their order (events are created
+ * offset tracker commits in order. With `joinUpTo`, batches that wait meanwhile are joined,
+ * within its entries and bytes. Writes do not depend on their order (events are created
  * once whoever comes first, profiles merge by version under a conditional write, a lost race
  * is a 409 and a re-read); tombstones are the exception (see hasTombstone).
  *
@@ -51,9 +52,7 @@ export function writeDocuments(
   store: DocumentStore,
   options: WriteDocumentsOptions = {},
 ): MonoTypeOperatorFunction<Entry[]> {
-  const { batchesInFlight = 1, joinUpTo = 0, signal } = options;
-  const join = (waiting: Entry[], next: Entry[]) =>
-    waiting.length + next.length <= joinUpTo ? waiting.concat(next) : undefined;
+  const { batchesInFlight = 1, joinUpTo, signal } = options;
   return mergeMapWithBarriers(
     (batch: Entry[]) =>
       defer(() => {
@@ -67,19 +66,55 @@ export function writeDocuments(
             : concat(...plan.rounds.map((round) => writeRound(store, out, round, signal))).pipe(last());
         return forkJoin([events$, profiles$]).pipe(map(() => out));
       }),
-    { concurrency: batchesInFlight, alone: hasTombstone, ...(joinUpTo > 0 ? { join } : {}) },
+    {
+      concurrency: batchesInFlight,
+      alone: hasTombstone,
+      ...(joinUpTo ? { join: joinWithin(joinUpTo) } : {}),
+    },
   );
+}
+
+/**
+ * Joins a batch that arrives to the one waiting before it while both fit: in entries, and in
+ * record bytes, so that a backlog of large records is not joined into one huge request body.
+ */
+function joinWithin(limit: JoinLimit): (waiting: Entry[], next: Entry[]) => Entry[] | undefined {
+  const bytesOf = new WeakMap<Entry[], number>();
+  const bytes = (batch: Entry[]) => {
+    let n = bytesOf.get(batch);
+    if (n === undefined) {
+      n = 0;
+      for (const e of batch) n += recordBytes(e.record.key, e.record.value);
+      bytesOf.set(batch, n);
+    }
+    return n;
+  };
+  return (waiting, next) => {
+    if (waiting.length + next.length > limit.entries) return undefined;
+    const joinedBytes = bytes(waiting) + bytes(next);
+    if (joinedBytes > limit.bytes) return undefined;
+    const joined = waiting.concat(next);
+    bytesOf.set(joined, joinedBytes);
+    return joined;
+  };
+}
+
+/** How large a joined batch may grow: entries, and the bytes of their records' keys and values. */
+export interface JoinLimit {
+  readonly entries: number;
+  readonly bytes: number;
 }
 
 export interface WriteDocumentsOptions {
   /** Batches written at once (default 1). */
   readonly batchesInFlight?: number;
   /**
-   * Batches that wait while the writes are busy are joined up to this many entries (the
-   * graph: BATCH_MAX); 0, the default, joins nothing. A batch costs round trips whatever its
-   * size, so under load small batches (BATCH_MS) would otherwise queue up one by one.
+   * Batches that wait while the writes are busy are joined up to these limits (the graph:
+   * BATCH_MAX entries, BATCH_JOIN_BYTES); absent, the default, joins nothing. A batch costs
+   * round trips whatever its size, so under load small batches (BATCH_MS) would otherwise
+   * queue up one by one behind the writes, and their records' latency with them.
    */
-  readonly joinUpTo?: number;
+  readonly joinUpTo?: JoinLimit;
   /** Aborts the store's waits and retries (the partition stopping). */
   readonly signal?: AbortSignal;
 }

@@ -11,6 +11,7 @@ export const testSettings = (overrides: Partial<GraphSettings> = {}): GraphSetti
   batchMax: 1000,
   batchMs: 100,
   batchesInFlight: 1,
+  batchJoinBytes: 1024 * 1024,
   highWater: 10_000,
   lowWater: 5_000,
   highWaterBytes: 16 * 1024 * 1024,

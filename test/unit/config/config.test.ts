@@ -41,6 +41,9 @@ describe('loadConfig: defaults', () => {
     expect(c.redis.processedTtlMs).toBe(60 * 60 * 1000);
     expect(c.stallTimeoutMs).toBe(120_000);
     expect(c.triggerRules).toEqual([]);
+    // Waiting batches are not joined unless asked: joining measured no better at half load.
+    expect(c.graph.batchJoinBytes).toBe(0);
+    expect(loadConfig({ BATCH_JOIN_BYTES: '1048576' }, noFile).graph.batchJoinBytes).toBe(1_048_576);
   });
 
   it('treats an empty variable as unset', () => {
@@ -113,6 +116,7 @@ describe('loadConfig: a bad value is one line naming the variable, the value and
     ['BATCH_MAX', '99999999999999999999', 'a whole number from 1 to 100000'],
     ['BATCH_MS', '1.5', 'a whole number from 1 to 60000'],
     ['BATCHES_IN_FLIGHT', '0', 'a whole number from 1 to 64'],
+    ['BATCH_JOIN_BYTES', '1MiB', 'a whole number from 0 to 268435456'],
     ['HIGH_WATER', '0', 'a whole number from 1 to 10000000'],
     ['HIGH_WATER_BYTES', '1000', 'a whole number from 65536 to 4294967296'],
     ['LOW_WATER', 'ten', 'a whole number from 0 to 10000000'],

@@ -1,6 +1,7 @@
 import { delay, map, type Observable, of } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
+import { recordBytes } from '../../../src/model/bytes-in-flight.js';
 import { originKeyOf } from '../../../src/model/message.js';
 import { decide, type Entry } from '../../../src/model/outcome.js';
 import type { MergedUpdate, ProfileDocument } from '../../../src/model/profile-merge.js';
@@ -472,7 +473,10 @@ describe('writeDocuments', () => {
     ts.run(({ cold, expectObservable }) => {
       const store = slowStore(ts, { a: 5 }, started);
       expectObservable(
-        cold('xyzv|', { x, y, z, v }).pipe(writeDocuments(store, { joinUpTo: 2 }), map(labels)),
+        cold('xyzv|', { x, y, z, v }).pipe(
+          writeDocuments(store, { joinUpTo: { entries: 2, bytes: 1024 * 1024 } }),
+          map(labels),
+        ),
       ).toBe('-----xw(u|)', {
         x: ['a:indexed'],
         w: ['b:indexed', 'c:indexed'],
@@ -480,6 +484,35 @@ describe('writeDocuments', () => {
       });
     });
     // b and c went out as one request; d did not fit.
+    expect(started).toEqual([
+      ['a', 0],
+      ['b', 5],
+      ['d', 6],
+    ]);
+  });
+
+  it("joins the batches that wait only while their records' bytes fit too", () => {
+    // Each batch one event of about 100 bytes: two fit in 250 bytes, three do not.
+    const [x, y, z, v, w] = eventBatches('a', 'b', 'c', 'd', 'e');
+    const bytes = recordBytes(y[0]!.record.key, y[0]!.record.value);
+    expect(bytes).toBeGreaterThan(250 / 3);
+    expect(bytes).toBeLessThanOrEqual(125);
+    const started: [string, number][] = [];
+    const ts = testScheduler();
+    ts.run(({ cold, expectObservable }) => {
+      const store = slowStore(ts, { a: 5 }, started);
+      expectObservable(
+        cold('xyzvw|', { x, y, z, v, w }).pipe(
+          writeDocuments(store, { joinUpTo: { entries: 10, bytes: 250 } }),
+          map(labels),
+        ),
+      ).toBe('-----xj(k|)', {
+        x: ['a:indexed'],
+        j: ['b:indexed', 'c:indexed'],
+        k: ['d:indexed', 'e:indexed'],
+      });
+    });
+    // b and c went out as one request, then d and e: ten entries would have fitted, 250 bytes not.
     expect(started).toEqual([
       ['a', 0],
       ['b', 5],
