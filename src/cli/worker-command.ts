@@ -6,15 +6,19 @@ import { createLogger } from '../log/logger.js';
 import { secretScrubber, secretValues } from '../log/secrets.js';
 import { startWorker } from '../worker/worker.js';
 
+/** Names padded to the longest, so that none runs into its default. */
+const COLUMN =
+  Math.max(...[...Object.keys(configVariables), ...Object.keys(securityVariables)].map((n) => n.length)) + 2;
+
 const HELP_AFTER = `
 Configuration comes from environment variables (default in brackets):
 ${Object.entries(configVariables)
-  .map(([name, def]) => `  ${name.padEnd(26)}[${def}]`)
+  .map(([name, def]) => `  ${name.padEnd(COLUMN)}[${def}]`)
   .join('\n')}
 
 Secured clusters (off unless set; help never shows the values you set):
 ${Object.entries(securityVariables)
-  .map(([name, meaning]) => `  ${name.padEnd(26)}${meaning}`)
+  .map(([name, meaning]) => `  ${name.padEnd(COLUMN)}${meaning}`)
   .join('\n')}
   Every secret, and the user names, may come from a file: ${FILE_VARIABLES.map((v) => `${v}_FILE`).join(', ')}.
   A password for Redis goes in REDIS_URL (rediss://:password@host:port), or REDIS_URL_FILE.
