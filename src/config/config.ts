@@ -3,8 +3,9 @@ import { z } from 'zod';
 import type { TombstonePolicy } from '../model/message.js';
 import type { TriggerRule } from '../model/trigger-rule.js';
 import { ConfigError } from './config-error.js';
+import type { GraphSettings } from './graph-settings.js';
 
-export type { TombstonePolicy, TriggerRule };
+export type { GraphSettings, TombstonePolicy, TriggerRule };
 export { ConfigError };
 
 import {
@@ -70,32 +71,6 @@ export interface Config {
   readonly http: { readonly host: string; readonly port: number };
   /** Push-back: adaptive concurrency, breaker, shedding, producer limits, hot clients. */
   readonly control: ControlSettings;
-}
-
-/** What one partition's graph needs to know. */
-export interface GraphSettings {
-  readonly maxMessageBytes: number;
-  readonly dedupWindowMs: number;
-  readonly clientIdleMs: number;
-  readonly batchMax: number;
-  readonly batchMs: number;
-  /** A partition's batches written to Elasticsearch at once (one with a tombstone alone). */
-  readonly batchesInFlight: number;
-  /**
-   * Batches that wait while those writes are busy are joined, up to BATCH_MAX entries and
-   * this many bytes of records (0, the default: never joined; it measured no better).
-   */
-  readonly batchJoinBytes: number;
-  readonly highWater: number;
-  readonly lowWater: number;
-  /** Bytes taken in and not committed that pause a partition too (it resumes below half). */
-  readonly highWaterBytes: number;
-  readonly commitIntervalMs: number;
-  readonly commitEvery: number;
-  readonly retryBaseMs: number;
-  readonly retryMaxMs: number;
-  /** What a record with a null value (a tombstone) does (contract, "Input"). */
-  readonly tombstones: TombstonePolicy;
 }
 
 const int = (min: number, max: number) =>

@@ -49,6 +49,11 @@ export const SINK_STAGES = [
 export type SinkStage = (typeof SINK_STAGES)[number];
 export type StageObserver = (stage: SinkStage, seconds: number) => void;
 
+/** Latencies in ms into a histogram of seconds: a negative one (clock skew) as 0, a non-number not at all. */
+function observeMs(observe: (seconds: number) => void, ms: readonly number[]): void {
+  for (const v of ms) if (Number.isFinite(v)) observe(v > 0 ? v / 1000 : 0);
+}
+
 export interface WorkerMetricsOptions {
   /** Input topics: `rxingest_topic_shed` starts at 0 for each. */
   readonly topics?: readonly string[];
@@ -262,13 +267,13 @@ export class WorkerMetrics {
 
   /** End-to-end latencies in ms (indexed time minus the message's `ts`), handed over per batch. */
   observeLatencies(ms: readonly number[]): void {
-    for (const v of ms) if (Number.isFinite(v)) this.observeE2eLatency(v > 0 ? v / 1000 : 0);
+    observeMs(this.observeE2eLatency, ms);
   }
 
   /** The same latencies' two parts in ms: `ts` → fetched (Kafka's), fetched → indexed (the worker's). */
   observeLatencyParts(kafkaMs: readonly number[], workerMs: readonly number[]): void {
-    for (const v of kafkaMs) if (Number.isFinite(v)) this.observeKafkaPart(v > 0 ? v / 1000 : 0);
-    for (const v of workerMs) if (Number.isFinite(v)) this.observeWorkerPart(v > 0 ? v / 1000 : 0);
+    observeMs(this.observeKafkaPart, kafkaMs);
+    observeMs(this.observeWorkerPart, workerMs);
   }
 
   /** How long each call of a stage on a sink took, into `rxingest_stage_duration_seconds`. */

@@ -1,0 +1,27 @@
+import type { TombstonePolicy } from '../model/message.js';
+
+/** What one partition's graph needs to know. */
+export interface GraphSettings {
+  readonly maxMessageBytes: number;
+  readonly dedupWindowMs: number;
+  readonly clientIdleMs: number;
+  readonly batchMax: number;
+  readonly batchMs: number;
+  /** A partition's batches written to Elasticsearch at once (one with a tombstone alone). */
+  readonly batchesInFlight: number;
+  /**
+   * Batches that wait while those writes are busy are joined, up to BATCH_MAX entries and
+   * this many bytes of records (0, the default: never joined; it measured no better).
+   */
+  readonly batchJoinBytes: number;
+  readonly highWater: number;
+  readonly lowWater: number;
+  /** Bytes taken in and not committed that pause a partition too (it resumes below half). */
+  readonly highWaterBytes: number;
+  readonly commitIntervalMs: number;
+  readonly commitEvery: number;
+  readonly retryBaseMs: number;
+  readonly retryMaxMs: number;
+  /** What a record with a null value (a tombstone) does (contract, "Input"). */
+  readonly tombstones: TombstonePolicy;
+}
