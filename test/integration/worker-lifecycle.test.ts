@@ -15,6 +15,9 @@ const admin = kafka.admin();
 beforeAll(() => admin.connect());
 afterAll(() => admin.disconnect());
 
+const workload = (seed: number, count: number) =>
+  planWorkload({ seed, count, ratePerSec: 20_000, clients: 100, poisonShare: 0 });
+
 /**
  * The most records of a workload one fetch of `bytes` can carry: its smallest records, counted
  * by key and value alone (on the wire each also has its framing, so a fetch holds fewer).
@@ -38,9 +41,6 @@ const isolatedEnv = (name: string): Record<string, string> => ({
   ...isolatedWorkerEnv(name),
   HTTP_PORT: '0',
 });
-
-const workload = (seed: number, count: number) =>
-  planWorkload({ seed, count, ratePerSec: 20_000, clients: 100, poisonShare: 0 });
 
 async function produce(topic: string, count: number, seed: number, maxBatchRecords = 500) {
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
@@ -157,7 +157,8 @@ describe('backpressure', () => {
     const env = isolatedEnv(name);
     await createTopics([{ topic: env.INGEST_TOPICS!, numPartitions: 1 }]);
     // Kafka hands out whole record batches, so keep the producer's batches small too.
-    const total = await produce(env.INGEST_TOPICS!, 3_000, 31, 50);
+    const [seed, count] = [31, 3_000];
+    const total = await produce(env.INGEST_TOPICS!, count, seed, 50);
     const highWater = 200;
     const fetchBytes = 16_384;
     const config = loadConfig({
@@ -200,7 +201,7 @@ describe('backpressure', () => {
     // The pause: records in the graph reach the high-water mark and pass it by at most the
     // fetch that took them there. Records finished but not yet durably committed still count
     // as in flight (rxingest_in_flight), up to 4 × HIGH_WATER, so that gauge may go further.
-    const oneFetch = mostRecordsIn(fetchBytes, 31, 3_000);
+    const oneFetch = mostRecordsIn(fetchBytes, seed, count);
     expect(maxInGraph).toBeLessThan(highWater + oneFetch);
     expect(maxInFlight).toBeGreaterThanOrEqual(highWater);
     expect(maxInFlight).toBeLessThan(4 * highWater + oneFetch);
