@@ -4,6 +4,7 @@ import type { OutRecord } from '../model/out-record.js';
 import type { OutcomeKind } from '../model/outcome.js';
 import type { ElasticsearchStoreObserver } from '../sinks/elasticsearch-observer.js';
 import type { RedisObserver } from '../sinks/redis-known-copies.js';
+import { BatchedHistogram } from './batched-histogram.js';
 
 /** The contract's breaker states, as the numbers `rxingest_breaker_state` carries. */
 export const BREAKER_STATES = { closed: 0, 'half-open': 1, open: 2 } as const;
@@ -48,11 +49,6 @@ export const SINK_STAGES = [
 ] as const;
 export type SinkStage = (typeof SINK_STAGES)[number];
 export type StageObserver = (stage: SinkStage, seconds: number) => void;
-
-/** Latencies in ms into a histogram of seconds: a negative one (clock skew) as 0, a non-number not at all. */
-function observeMs(observe: (seconds: number) => void, ms: readonly number[]): void {
-  for (const v of ms) if (Number.isFinite(v)) observe(v > 0 ? v / 1000 : 0);
-}
 
 export interface WorkerMetricsOptions {
   /** Input topics: `rxingest_topic_shed` starts at 0 for each. */
@@ -153,26 +149,22 @@ export class WorkerMetrics {
     help: 'Partitions this worker lost because a newer owner fenced its transactional producer',
     registers: this.r,
   });
-  readonly e2eLatency = new Histogram({
-    name: 'rxingest_e2e_latency_seconds',
-    help: "From the message's own ts to the record being indexed (clock skew included; negative counts as 0)",
-    buckets: E2E_BUCKETS,
-    registers: this.r,
-  });
-  /**
-   * Bound once: called for every document, and prom-client's unlabelled `observe` builds a
-   * closure and a labels object on each call (190 B per document in the allocation profile).
-   */
-  private readonly observeE2eLatency = this.e2eLatency.labels().observe;
-  readonly recordLatency = new Histogram({
-    name: 'rxingest_record_latency_seconds',
-    help: "The e2e latency in two parts: kafka, from the message's ts until the fetch hands it to the worker (the producer's send, Kafka's append, the fetch); worker, from then until indexed",
-    labelNames: ['part'] as const,
-    buckets: E2E_BUCKETS,
-    registers: this.r,
-  });
-  private readonly observeKafkaPart = this.recordLatency.labels({ part: 'kafka' }).observe;
-  private readonly observeWorkerPart = this.recordLatency.labels({ part: 'worker' }).observe;
+  /** Fed per batch (see BatchedHistogram): every indexed record observes it. */
+  readonly e2eLatency = new BatchedHistogram(
+    'rxingest_e2e_latency_seconds',
+    "From the message's own ts to the record being indexed (clock skew included; negative counts as 0)",
+    E2E_BUCKETS,
+    [{}],
+    this.registry,
+  );
+  /** Label sets in this order: `part` kafka, then worker. */
+  readonly recordLatency = new BatchedHistogram(
+    'rxingest_record_latency_seconds',
+    "The e2e latency in two parts: kafka, from the message's ts until the fetch hands it to the worker (the producer's send, Kafka's append, the fetch); worker, from then until indexed",
+    E2E_BUCKETS,
+    [{ part: 'kafka' }, { part: 'worker' }],
+    this.registry,
+  );
   readonly stageDuration = new Histogram({
     name: 'rxingest_stage_duration_seconds',
     help: "A partition graph's calls on Redis and Elasticsearch, by stage (redis-lookup, write-events, write-profiles, delete-profiles, redis-marks): waits for a request slot and retries included",
@@ -252,7 +244,6 @@ export class WorkerMetrics {
     for (const outcome of OUTCOMES) this.recordsDone.inc({ outcome }, 0);
     for (const c of DEAD_LETTER_CLASSES) this.deadLetters.inc({ class: c }, 0);
     for (const op of ['bulk', 'mget'] as const) this.esRequestDuration.zero({ op });
-    for (const part of ['kafka', 'worker'] as const) this.recordLatency.zero({ part });
     for (const stage of SINK_STAGES) this.stageDuration.zero({ stage });
     for (const kind of ['event-exists', 'profile-version'] as const) this.esConflicts.inc({ kind }, 0);
     for (const target of options.breakerTargets ?? ['elasticsearch', 'redis'])
@@ -267,13 +258,13 @@ export class WorkerMetrics {
 
   /** End-to-end latencies in ms (indexed time minus the message's `ts`), handed over per batch. */
   observeLatencies(ms: readonly number[]): void {
-    observeMs(this.observeE2eLatency, ms);
+    this.e2eLatency.observeMs(0, ms);
   }
 
   /** The same latencies' two parts in ms: `ts` → fetched (Kafka's), fetched → indexed (the worker's). */
   observeLatencyParts(kafkaMs: readonly number[], workerMs: readonly number[]): void {
-    observeMs(this.observeKafkaPart, kafkaMs);
-    observeMs(this.observeWorkerPart, workerMs);
+    this.recordLatency.observeMs(0, kafkaMs);
+    this.recordLatency.observeMs(1, workerMs);
   }
 
   /** How long each call of a stage on a sink took, into `rxingest_stage_duration_seconds`. */
