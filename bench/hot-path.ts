@@ -18,6 +18,7 @@
 import { createRequire } from 'node:module';
 import { Histogram, Registry } from 'prom-client';
 import { BatchedHistogram } from '../src/metrics/batched-histogram.js';
+import { E2E_BUCKETS } from '../src/metrics/worker-metrics.js';
 import { createWindowedIdSet } from '../src/model/windowed-id-set.js';
 import { createWindowedSeenSet } from '../src/operators/distinct-within.js';
 import { bulkBody, createActionLine } from '../src/sinks/elasticsearch-bulk.js';
@@ -154,9 +155,7 @@ function bulkBodyCase(): Case {
  * what it replaced, prom-client's observe bound once and called per value.
  */
 function latencyHistogramCase(): Case {
-  const buckets = [
-    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 10, 20, 30, 60,
-  ];
+  const buckets = E2E_BUCKETS;
   const ms = Array.from({ length: 500 }, (_, i) => (i * 7919) % 3_000);
   const batched = new BatchedHistogram('bench_batched', 'bench', buckets, [{}], new Registry());
   const bound = new Histogram({ name: 'bench_bound', help: 'bench', buckets, registers: [] }).labels()

@@ -34,7 +34,7 @@ const REQUEST_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
  * Seconds from the message's own `ts` to indexed: milliseconds when caught up, minutes behind a
  * backlog; finer around 250 ms, so that a p99 near the target can be read from the buckets.
  */
-const E2E_BUCKETS = [
+export const E2E_BUCKETS = [
   0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 10, 20, 30, 60, 120, 300,
   900,
 ];
