@@ -39,6 +39,11 @@ export const E2E_BUCKETS = [
   900,
 ];
 
+/** Label sets of the batched latency histograms, by their place in the list each was made with. */
+const UNLABELLED = 0;
+const KAFKA_PART = 0;
+const WORKER_PART = 1;
+
 /** The calls a partition graph makes on its sinks, as `rxingest_stage_duration_seconds` names them. */
 export const SINK_STAGES = [
   'redis-lookup',
@@ -157,7 +162,7 @@ export class WorkerMetrics {
     [{}],
     this.registry,
   );
-  /** Label sets in this order: `part` kafka, then worker. */
+  /** Its label sets, in the order KAFKA_PART and WORKER_PART name them. */
   readonly recordLatency = new BatchedHistogram(
     'rxingest_record_latency_seconds',
     "The e2e latency in two parts: kafka, from the message's ts until the fetch hands it to the worker (the producer's send, Kafka's append, the fetch); worker, from then until indexed",
@@ -258,13 +263,13 @@ export class WorkerMetrics {
 
   /** End-to-end latencies in ms (indexed time minus the message's `ts`), handed over per batch. */
   observeLatencies(ms: readonly number[]): void {
-    this.e2eLatency.observeMs(0, ms);
+    this.e2eLatency.observeMs(UNLABELLED, ms);
   }
 
   /** The same latencies' two parts in ms: `ts` → fetched (Kafka's), fetched → indexed (the worker's). */
   observeLatencyParts(kafkaMs: readonly number[], workerMs: readonly number[]): void {
-    this.recordLatency.observeMs(0, kafkaMs);
-    this.recordLatency.observeMs(1, workerMs);
+    this.recordLatency.observeMs(KAFKA_PART, kafkaMs);
+    this.recordLatency.observeMs(WORKER_PART, workerMs);
   }
 
   /** How long each call of a stage on a sink took, into `rxingest_stage_duration_seconds`. */

@@ -36,6 +36,10 @@ function mostRecordsIn(bytes: number, seed: number, count: number): number {
   return n;
 }
 
+/** A counter's total over all its label values. */
+const counted = async (counter: { get(): Promise<{ values: { value: number }[] }> }) =>
+  (await counter.get()).values.reduce((sum, v) => sum + v.value, 0);
+
 /** A worker of its own, without an HTTP port. */
 const isolatedEnv = (name: string): Record<string, string> => ({
   ...isolatedWorkerEnv(name),
@@ -183,8 +187,8 @@ describe('backpressure', () => {
         'all records done',
         async () => {
           // Taken in first, finished after: a flush in between can only make this smaller.
-          const taken = (await recordsIn.get()).values.reduce((a, v) => a + v.value, 0);
-          const finished = (await recordsDone.get()).values.reduce((a, v) => a + v.value, 0);
+          const taken = await counted(recordsIn);
+          const finished = await counted(recordsDone);
           maxInGraph = Math.max(maxInGraph, taken - finished);
           const m = await worker.metrics.snapshot();
           maxInFlight = Math.max(maxInFlight, m.inFlight);
