@@ -9,6 +9,7 @@ import type { GraphSettings } from '../src/config/config.js';
 import { planBatch } from '../src/generator/workload.js';
 import { ingestPartition } from '../src/graph/partition-graph.js';
 import { timeOncePerTick } from '../src/graph/time-once-per-tick.js';
+import { recordsPerCommit } from '../src/model/intake-marks.js';
 import { type OriginKey, originKeyOf, type ProfileUpdate, type RawRecord } from '../src/model/message.js';
 import { OffsetTracker } from '../src/model/offset-tracker.js';
 import { clientOf, decide, type Entry, type Outcome } from '../src/model/outcome.js';
@@ -141,9 +142,8 @@ export function runLoop(
   const queues = new Map<string, { items: Entry[]; head: number }>();
   const tracker = new OffsetTracker<OutRecord>();
   const triggersOf = compileTriggers(TOPICS.triggers, []);
-  // As the graph does: commit by count at most every HIGH_WATER − LOW_WATER records, so that a
-  // commit always comes before intake would pause.
-  const commitEvery = Math.max(1, Math.min(s.commitEvery, s.highWater - s.lowWater));
+  // As the graph does: commit by count (recordsPerCommit).
+  const commitEvery = recordsPerCommit(s, s.commitEvery);
   let batch: Entry[] = [];
   let emitted = 0;
   let released = 0;

@@ -1,5 +1,6 @@
 import { asyncScheduler, type Observable, type SchedulerLike } from 'rxjs';
 import type { GraphSettings, TriggerRule } from '../config/config.js';
+import { recordsPerCommit } from '../model/intake-marks.js';
 import type { RawRecord } from '../model/message.js';
 import type { OffsetTracker } from '../model/offset-tracker.js';
 import type { OutRecord } from '../model/out-record.js';
@@ -44,13 +45,6 @@ export interface PartitionOptions {
 }
 
 const ignore = () => {};
-
-/**
- * Records count as unfinished until their commit is durable, so intake paused at
- * HIGH_WATER resumes only after a commit: commit as soon as enough is done to get below
- * LOW_WATER, rather than wait for COMMIT_INTERVAL_MS.
- */
-const commitEvery = (s: GraphSettings) => Math.max(1, Math.min(s.commitEvery, s.highWater - s.lowWater));
 
 /** Batches waiting for a write slot are joined up to a full batch and BATCH_JOIN_BYTES (0: never). */
 const joinLimit = (s: GraphSettings) =>
@@ -100,7 +94,7 @@ export function ingestPartition(
     // offset N+1 once every record ≤ N is done, with its outputs, in one transaction
     commitInOrder(tracker, ports.commits, {
       intervalMs: s.commitIntervalMs,
-      every: commitEvery(s),
+      every: recordsPerCommit(s, s.commitEvery),
       scheduler,
     }),
   );

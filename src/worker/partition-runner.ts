@@ -8,6 +8,7 @@ import { PartitionCounts } from '../metrics/partition-counts.js';
 import { timedCommitSink } from '../metrics/timed-sinks.js';
 import type { WorkerMetrics } from '../metrics/worker-metrics.js';
 import { BytesInFlight, recordBytes } from '../model/bytes-in-flight.js';
+import { intakePaused } from '../model/intake-marks.js';
 import { fetchedRecord, type RawRecord } from '../model/message.js';
 import { greater, OffsetTracker } from '../model/offset-tracker.js';
 import type { OutRecord } from '../model/out-record.js';
@@ -17,7 +18,6 @@ import type { RetryPolicy } from '../retry/retry-policy.js';
 import type { ProgressLedger } from '../sinks/kafka-progress-ledger.js';
 import { TransactionalCommitter } from '../sinks/kafka-transactional-committer.js';
 import { type BatchVerdict, FetchPosition } from './fetch-position.js';
-import { intakePaused } from './intake-marks.js';
 import type { PartitionPauses } from './partition-pauses.js';
 import { StallWatch } from './stall-watch.js';
 

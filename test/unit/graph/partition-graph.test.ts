@@ -13,6 +13,7 @@ import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
 import type { GraphSettings, TriggerRule } from '../../../src/config/config.js';
 import { ingestPartition } from '../../../src/graph/partition-graph.js';
+import { UNCOMMITTED_PER_HIGH_WATER as k } from '../../../src/model/intake-marks.js';
 import type { IngestMessage, RawRecord } from '../../../src/model/message.js';
 import { OffsetTracker } from '../../../src/model/offset-tracker.js';
 import type { OutRecord } from '../../../src/model/out-record.js';
@@ -515,6 +516,27 @@ describe('ingestPartition (whole graph, in-memory sinks, virtual time)', () => {
     expect(triggerIds(without)).toEqual(['e1:welcome', 'e2:welcome']);
     expect([...without.documents.events]).toEqual([...withRedis.documents.events]);
     expect(without.known.marks.size).toBe(0);
+  });
+
+  it('commits by count every UNCOMMITTED_PER_HIGH_WATER × (HIGH_WATER − LOW_WATER) records, not at every LOW_WATER crossing', () => {
+    const w = world();
+    const r = recordFactory();
+    const every = k * (5 - 3);
+    const records = Array.from({ length: 4 * every }, (_, i) => r.event(`e${i}`, `c${i}`));
+    const result = run(w, records, {
+      // no timer within the run: only the count (and the completion) commits
+      settings: {
+        highWater: 5,
+        lowWater: 3,
+        commitEvery: 1_000,
+        commitIntervalMs: 1_000_000,
+        batchMax: 1,
+        batchMs: 1,
+      },
+      open: 100,
+    });
+    expect(result.completed).toBe(true);
+    expect(w.commits.requests).toEqual([1, 2, 3, 4].map((n) => String(n * every)));
   });
 
   it('completes only after the last commit is durable, with nothing unfinished', () => {

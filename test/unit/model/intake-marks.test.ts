@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { intakePaused, UNCOMMITTED_PER_HIGH_WATER } from '../../../src/worker/intake-marks.js';
+import {
+  intakePaused,
+  recordsPerCommit,
+  UNCOMMITTED_PER_HIGH_WATER,
+} from '../../../src/model/intake-marks.js';
 
 const marks = { highWater: 2_000, lowWater: 1_000, highWaterBytes: 16 * 1024 * 1024 };
 const load = (inGraph: number, uncommitted: number, bytes = 0) => ({ inGraph, uncommitted, bytes });
@@ -29,5 +33,35 @@ describe('intakePaused', () => {
       intakePaused(load(900, 900, marks.highWaterBytes / 2 + 1), marks),
       'bytes above half',
     ).toBeUndefined();
+  });
+});
+
+describe('recordsPerCommit', () => {
+  it('is COMMIT_EVERY while that is below what a paused partition must commit to resume', () => {
+    expect(recordsPerCommit(marks, 100)).toBe(100);
+    expect(recordsPerCommit(marks, k * 1_000 - 1)).toBe(k * 1_000 - 1);
+  });
+
+  it('is at most UNCOMMITTED_PER_HIGH_WATER × (HIGH_WATER − LOW_WATER), not HIGH_WATER − LOW_WATER', () => {
+    expect(recordsPerCommit(marks, 5_000)).toBe(k * (2_000 - 1_000));
+    expect(k * (2_000 - 1_000), 'the count the graph committed at before').toBeGreaterThan(2_000 - 1_000);
+  });
+
+  it('lets a partition paused for its uncommitted records resume after one commit by count', () => {
+    for (const [highWater, lowWater] of [
+      [2_000, 1_000],
+      [10, 0],
+      [7, 6],
+    ] as const) {
+      const m = { highWater, lowWater, highWaterBytes: marks.highWaterBytes };
+      const every = recordsPerCommit(m, 1_000_000);
+      // Paused with k × HIGH_WATER uncommitted, all of them done: one commit of `every` records.
+      expect(intakePaused(load(0, k * highWater), m)).toBe(true);
+      expect(intakePaused(load(0, k * highWater - every), m), `${highWater}/${lowWater}`).toBe(false);
+    }
+  });
+
+  it('is at least one record', () => {
+    expect(recordsPerCommit({ highWater: 5, lowWater: 5 }, 5_000)).toBe(1);
   });
 });
