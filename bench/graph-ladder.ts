@@ -143,7 +143,7 @@ export function runLoop(
   const tracker = new OffsetTracker<OutRecord>();
   const triggersOf = compileTriggers(TOPICS.triggers, []);
   // As the graph does: commit by count (recordsPerCommit).
-  const commitEvery = recordsPerCommit(s, s.commitEvery);
+  const commitEvery = recordsPerCommit(s);
   let batch: Entry[] = [];
   let emitted = 0;
   let released = 0;

@@ -94,7 +94,7 @@ export function ingestPartition(
     // offset N+1 once every record ≤ N is done, with its outputs, in one transaction
     commitInOrder(tracker, ports.commits, {
       intervalMs: s.commitIntervalMs,
-      every: recordsPerCommit(s, s.commitEvery),
+      every: recordsPerCommit(s),
       scheduler,
     }),
   );

@@ -56,9 +56,10 @@ export function intakePaused(load: PartitionLoad, marks: IntakeMarks): boolean |
  * paused intake at HIGH_WATER itself, a partition draining at 4k records/s committed four
  * times a second instead of twice.
  */
-export function recordsPerCommit(
-  marks: Pick<IntakeMarks, 'highWater' | 'lowWater'>,
-  commitEvery: number,
-): number {
-  return Math.max(1, Math.min(commitEvery, UNCOMMITTED_PER_HIGH_WATER * (marks.highWater - marks.lowWater)));
+export function recordsPerCommit(s: {
+  readonly highWater: number;
+  readonly lowWater: number;
+  readonly commitEvery: number;
+}): number {
+  return Math.max(1, Math.min(s.commitEvery, UNCOMMITTED_PER_HIGH_WATER * (s.highWater - s.lowWater)));
 }

@@ -38,12 +38,12 @@ describe('intakePaused', () => {
 
 describe('recordsPerCommit', () => {
   it('is COMMIT_EVERY while that is below what a paused partition must commit to resume', () => {
-    expect(recordsPerCommit(marks, 100)).toBe(100);
-    expect(recordsPerCommit(marks, k * 1_000 - 1)).toBe(k * 1_000 - 1);
+    expect(recordsPerCommit({ ...marks, commitEvery: 100 })).toBe(100);
+    expect(recordsPerCommit({ ...marks, commitEvery: k * 1_000 - 1 })).toBe(k * 1_000 - 1);
   });
 
   it('is at most UNCOMMITTED_PER_HIGH_WATER × (HIGH_WATER − LOW_WATER), not HIGH_WATER − LOW_WATER', () => {
-    expect(recordsPerCommit(marks, 5_000)).toBe(k * (2_000 - 1_000));
+    expect(recordsPerCommit({ ...marks, commitEvery: 5_000 })).toBe(k * (2_000 - 1_000));
     expect(k * (2_000 - 1_000), 'the count the graph committed at before').toBeGreaterThan(2_000 - 1_000);
   });
 
@@ -54,7 +54,7 @@ describe('recordsPerCommit', () => {
       [7, 6],
     ] as const) {
       const m = { highWater, lowWater, highWaterBytes: marks.highWaterBytes };
-      const every = recordsPerCommit(m, 1_000_000);
+      const every = recordsPerCommit({ ...m, commitEvery: 1_000_000 });
       // Paused with k × HIGH_WATER uncommitted, all of them done: one commit of `every` records.
       expect(intakePaused(load(0, k * highWater), m)).toBe(true);
       expect(intakePaused(load(0, k * highWater - every), m), `${highWater}/${lowWater}`).toBe(false);
@@ -62,6 +62,6 @@ describe('recordsPerCommit', () => {
   });
 
   it('is at least one record', () => {
-    expect(recordsPerCommit({ highWater: 5, lowWater: 5 }, 5_000)).toBe(1);
+    expect(recordsPerCommit({ highWater: 5, lowWater: 5, commitEvery: 5_000 })).toBe(1);
   });
 });
