@@ -14,6 +14,11 @@ export interface GraphSettings {
    * this many bytes of records (0, the default: never joined; it measured no better).
    */
   readonly batchJoinBytes: number;
+  /**
+   * After Redis lookups that found no copy, the longest wait before a partition looks up
+   * again (its batches meanwhile go to Elasticsearch unasked); 0: every batch is looked up.
+   */
+  readonly redisLookupBackoffMs: number;
   readonly highWater: number;
   readonly lowWater: number;
   /** Bytes taken in and not committed that pause a partition too (it resumes below half). */

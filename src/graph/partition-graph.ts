@@ -80,8 +80,9 @@ export function ingestPartition(
   );
 
   return batches$.pipe(
-    // events Redis knows another record owns are duplicates (an optimisation only)
-    skipKnownCopies(ports.known),
+    // events Redis knows another record owns are duplicates (an optimisation only, paced
+    // while it finds none)
+    skipKnownCopies(ports.known, { backoffMaxMs: s.redisLookupBackoffMs, scheduler }),
     // events created with their origin, profiles merged, tombstones applied (Elasticsearch);
     // batches that wait for a write slot go together, within BATCH_MAX and BATCH_JOIN_BYTES
     writeDocuments(ports.documents, { batchesInFlight: s.batchesInFlight, joinUpTo: joinLimit(s), signal }),

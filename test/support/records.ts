@@ -12,6 +12,7 @@ export const testSettings = (overrides: Partial<GraphSettings> = {}): GraphSetti
   batchMs: 100,
   batchesInFlight: 1,
   batchJoinBytes: 1024 * 1024,
+  redisLookupBackoffMs: 1000,
   highWater: 10_000,
   lowWater: 5_000,
   highWaterBytes: 16 * 1024 * 1024,

@@ -73,6 +73,7 @@ describe('loadConfig: values', () => {
         LOW_WATER: '10',
         HIGH_WATER: '11',
         PROCESSED_TTL_MS: '60000',
+        REDIS_LOOKUP_BACKOFF_MS: '0',
       },
       noFile,
     );
@@ -83,6 +84,8 @@ describe('loadConfig: values', () => {
     expect(c.graph.lowWater).toBe(10);
     expect(c.graph.highWater).toBe(11);
     expect(c.redis.processedTtlMs).toBe(60_000);
+    expect(c.graph.redisLookupBackoffMs).toBe(0);
+    expect(loadConfig({}, noFile).graph.redisLookupBackoffMs).toBe(1000);
   });
 });
 
@@ -110,6 +113,7 @@ describe('loadConfig: a bad value is one line naming the variable, the value and
     ['EVENTS_ILM_POLICY', 'two words', 'an ILM policy name (or nothing)'],
     ['REDIS_URL', 'http://localhost:6379', 'a URL starting with redis:// or rediss://'],
     ['PROCESSED_TTL_MS', '7d', 'a whole number from 1000 to 31536000000'],
+    ['REDIS_LOOKUP_BACKOFF_MS', '-5', 'a whole number from 0 to 600000'],
     ['MAX_MESSAGE_BYTES', '1MiB', 'a whole number from 64 to 104857600'],
     ['DEDUP_WINDOW_MS', '-1', 'a whole number from 1 to 86400000'],
     ['CLIENT_IDLE_MS', '0', 'a whole number from 1 to 86400000'],

@@ -160,4 +160,94 @@ describe('skipKnownCopies', () => {
       );
     });
   });
+
+  describe('paced while lookups find no copy (REDIS_LOOKUP_BACKOFF_MS)', () => {
+    /** A store that answers "nobody" except for the ids in `copies`, and records what it was asked. */
+    const recordingStore = (copies: ReadonlyMap<string, OriginKey> = new Map()) => {
+      const asked: string[][] = [];
+      const known: KnownCopies = {
+        owners: (events) => {
+          asked.push(events.map((e) => e.id));
+          return of(new Map([...copies].filter(([id]) => events.some((e) => e.id === id))));
+        },
+        remember: () => of(undefined),
+      };
+      return { known, asked };
+    };
+
+    it('behaves as its marble diagram: a asked (none: wait 50 ms), b not; c asked (none: wait 100 ms), d not', () => {
+      const r = recordFactory();
+      const batch = (id: string): Entry[] => [openEntry(r.event(id, 'x'))];
+      const [a, b, c, d] = [batch('a'), batch('b'), batch('c'), batch('d')];
+      const { known, asked } = recordingStore();
+      testScheduler().run(({ cold, expectObservable }) => {
+        const batches = cold('a 10ms b 50ms c 10ms d|', { a, b, c, d });
+        expectObservable(batches.pipe(skipKnownCopies(known, { backoffMaxMs: 100 }), map(labels))).toBe(
+          'a 10ms b 50ms c 10ms d|',
+          { a: 'a:open', b: 'b:open', c: 'c:open', d: 'd:open' },
+        );
+      });
+      expect(asked).toEqual([['a'], ['c']]);
+    });
+
+    it('a lookup that finds a copy brings back a lookup for every batch', () => {
+      const r = recordFactory('t', 0);
+      const batch = (id: string) => [openEntry(r.event(id, 'x'))];
+      const { known, asked } = recordingStore(new Map([['copy', 't/0/99']]));
+      testScheduler().run(({ cold, expectObservable }) => {
+        // fresh (asked: none, wait 50), skipped, copy (asked after the wait: found), next, last
+        const batches = cold('a 10ms b 50ms c 1ms d 1ms e|', {
+          a: batch('fresh'),
+          b: batch('skipped'),
+          c: batch('copy'),
+          d: batch('next'),
+          e: batch('last'),
+        });
+        expectObservable(batches.pipe(skipKnownCopies(known, { backoffMaxMs: 1000 }), map(labels))).toBe(
+          'a 10ms b 50ms c 1ms d 1ms e|',
+          { a: 'fresh:open', b: 'skipped:open', c: 'copy:duplicate', d: 'next:open', e: 'last:open' },
+        );
+      });
+      // After the copy every batch is asked; "next" found nothing, so "last" (1 ms later) waits.
+      expect(asked).toEqual([['fresh'], ['copy'], ['next']]);
+    });
+
+    it('a batch whose events are all its own (a replay) is no copy: the lookups stay paced', () => {
+      const r = recordFactory('t', 0);
+      const own = openEntry(r.event('own', 'x'));
+      const later = [openEntry(r.event('later', 'x'))];
+      const { known, asked } = recordingStore(new Map([['own', originKeyOf(own.record)]]));
+      testScheduler().run(({ cold, expectObservable }) => {
+        expectObservable(
+          cold('a 10ms b|', { a: [own], b: later }).pipe(
+            skipKnownCopies(known, { backoffMaxMs: 100 }),
+            map(labels),
+          ),
+        ).toBe('a 10ms b|', { a: 'own:open', b: 'later:open' });
+      });
+      expect(asked).toEqual([['own']]);
+    });
+
+    it('with 0 (or no option) every batch is asked', () => {
+      const r = recordFactory();
+      for (const options of [{ backoffMaxMs: 0 }, {}]) {
+        const { known, asked } = recordingStore();
+        of([openEntry(r.event('a', 'x'))], [openEntry(r.event('b', 'x'))], [openEntry(r.event('c', 'x'))])
+          .pipe(skipKnownCopies(known, options))
+          .subscribe();
+        expect(asked).toEqual([['a'], ['b'], ['c']]);
+      }
+    });
+
+    it('each subscription (a partition graph) paces on its own', () => {
+      const r = recordFactory();
+      const { known, asked } = recordingStore();
+      const batches = of([openEntry(r.event('a', 'x'))], [openEntry(r.event('b', 'x'))]);
+      const op = skipKnownCopies(known, { backoffMaxMs: 1000 });
+      batches.pipe(op).subscribe();
+      batches.pipe(op).subscribe();
+      // Each subscription asks about its first batch; the second of each waits.
+      expect(asked).toEqual([['a'], ['a']]);
+    });
+  });
 });
