@@ -52,10 +52,11 @@ export function skipKnownCopies(
       const pacing = new LookupPacing(backoffMaxMs);
       return source.pipe(
         mergeMap((batch) => {
+          if (!pacing.due(scheduler.now())) return of(batch);
           const events: UserEvent[] = [];
           for (const e of batch)
             if (e.outcome === undefined && e.message?.type === 'event') events.push(e.message);
-          if (events.length === 0 || !pacing.due(scheduler.now())) return of(batch);
+          if (events.length === 0) return of(batch);
           return from(known.owners(events)).pipe(
             map((owners) => {
               const out = owners.size === 0 ? batch : decideCopies(batch, owners);
