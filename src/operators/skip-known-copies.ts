@@ -8,9 +8,10 @@ import {
   of,
   type SchedulerLike,
 } from 'rxjs';
-import { LookupPacing } from '../model/lookup-pacing.js';
+import { FIRST_BACKOFF_MS, LookupPacing } from '../model/lookup-pacing.js';
 import { originKeyOf, type UserEvent } from '../model/message.js';
 import { decide, type Entry } from '../model/outcome.js';
+import { createRetryPolicy } from '../retry/retry-policy.js';
 import type { KnownCopies } from '../sinks/ports.js';
 
 export interface SkipKnownCopiesOptions {
@@ -47,9 +48,14 @@ export function skipKnownCopies(
   options: SkipKnownCopiesOptions = {},
 ): MonoTypeOperatorFunction<Entry[]> {
   const { backoffMaxMs = 0, scheduler = asyncScheduler } = options;
+  // The retry policy's capped exponential, without jitter: 50, 100, 200 … backoffMaxMs.
+  const waitAfter =
+    backoffMaxMs > 0
+      ? createRetryPolicy({ baseMs: FIRST_BACKOFF_MS, maxMs: backoffMaxMs, random: () => 1 }).delay
+      : undefined;
   return (source) =>
     defer(() => {
-      const pacing = new LookupPacing(backoffMaxMs);
+      const pacing = new LookupPacing(waitAfter);
       return source.pipe(
         mergeMap((batch) => {
           if (!pacing.due(scheduler.now())) return of(batch);

@@ -4,8 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WorkloadRecord } from '../../src/generator/workload.js';
 import { freePort } from '../support/extra-es-node.js';
 import { Pipeline } from '../support/pipeline.js';
-import { sumOf } from '../support/prometheus-text.js';
-import { scrape } from '../support/worker-observation.js';
+import { scrapedSum } from '../support/worker-observation.js';
 import { type WorkerProcess, whileRunning } from '../support/worker-process.js';
 
 /**
@@ -38,8 +37,7 @@ describe('a real worker paces its Redis lookups while they find no copy', () => 
   let p: Pipeline;
   let worker: WorkerProcess;
   let port: number;
-  const metric = async (name: string, labels: Record<string, string> = {}) =>
-    sumOf(await scrape(port), name, labels);
+  const metric = (name: string, labels: Record<string, string> = {}) => scrapedSum(port, name, labels);
   const calls = (stage: string) => metric('rxingest_stage_duration_seconds_count', { stage });
 
   beforeAll(async () => {

@@ -5,9 +5,8 @@ import { eventsMapping, profilesMapping } from '../../src/worker/elasticsearch-s
 import type { ValidMessage } from '../support/expected-state.js';
 import { freePort } from '../support/extra-es-node.js';
 import { Pipeline } from '../support/pipeline.js';
-import { sumOf } from '../support/prometheus-text.js';
 import { readCommitted, waitFor } from '../support/stack.js';
-import { scrape } from '../support/worker-observation.js';
+import { scrapedSum } from '../support/worker-observation.js';
 import { type WorkerProcess, whileRunning } from '../support/worker-process.js';
 
 /**
@@ -46,8 +45,7 @@ describe('a real worker: what Elasticsearch refuses', () => {
   let p: Pipeline;
   let worker: WorkerProcess;
   let port: number;
-  const metric = async (name: string, labels: Record<string, string> = {}) =>
-    sumOf(await scrape(port), name, labels);
+  const metric = (name: string, labels: Record<string, string> = {}) => scrapedSum(port, name, labels);
 
   beforeAll(async () => {
     p = await Pipeline.create('refusals', { partitions: 2 });

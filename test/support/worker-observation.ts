@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { type ParsedText, parsePrometheusText, sampleValue } from './prometheus-text.js';
+import { type ParsedText, parsePrometheusText, sampleValue, sumOf } from './prometheus-text.js';
 import type { WorkerProcess } from './worker-process.js';
 
 /** One JSON line of a worker's log. */
@@ -34,6 +34,15 @@ export async function scrape(port: number): Promise<ParsedText> {
   const res = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(5_000) });
   if (!res.ok) throw new Error(`/metrics answered ${res.status}`);
   return parsePrometheusText(await res.text());
+}
+
+/** One scrape's sum of a metric's samples that carry these labels (all of them without labels). */
+export async function scrapedSum(
+  port: number,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<number> {
+  return sumOf(await scrape(port), name, labels);
 }
 
 /**

@@ -1,9 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { FIRST_BACKOFF_MS, LookupPacing } from '../../../src/model/lookup-pacing.js';
+import { createRetryPolicy } from '../../../src/retry/retry-policy.js';
+
+/** Paced as the operator paces it: the retry policy's capped exponential from 50 ms, no jitter (0: not paced). */
+const pacedUpTo = (maxMs: number) =>
+  new LookupPacing(
+    maxMs > 0 ? createRetryPolicy({ baseMs: FIRST_BACKOFF_MS, maxMs, random: () => 1 }).delay : undefined,
+  );
 
 describe('LookupPacing', () => {
   it('looks up the first batch, then waits after each lookup that finds no copy: 50 ms, twice as long each time, up to the most', () => {
-    const p = new LookupPacing(300);
+    const p = pacedUpTo(300);
     expect(p.due(0)).toBe(true);
     const waits: number[] = [];
     let now = 0;
@@ -18,7 +25,7 @@ describe('LookupPacing', () => {
   });
 
   it('a lookup that finds a copy brings back a lookup for every batch, and the waits start again from 50 ms', () => {
-    const p = new LookupPacing(1000);
+    const p = pacedUpTo(1000);
     p.answered(false, 0);
     p.answered(false, 50);
     expect(p.due(149)).toBe(false);
@@ -31,7 +38,7 @@ describe('LookupPacing', () => {
   });
 
   it('with a most of 0 every batch is looked up, whatever the lookups found', () => {
-    const p = new LookupPacing(0);
+    const p = pacedUpTo(0);
     for (let t = 0; t < 5; t++) {
       p.answered(false, t);
       expect(p.due(t)).toBe(true);
@@ -39,7 +46,7 @@ describe('LookupPacing', () => {
   });
 
   it('a most below the first wait caps that one too', () => {
-    const p = new LookupPacing(20);
+    const p = pacedUpTo(20);
     p.answered(false, 0);
     expect(p.due(19)).toBe(false);
     expect(p.due(20)).toBe(true);
