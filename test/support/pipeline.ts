@@ -176,7 +176,15 @@ export class Pipeline {
 
   /** Sends the records (idempotent producer) and remembers what was really sent, in order. */
   async produce(records: readonly WorkloadRecord[], topic = this.names.topic): Promise<WorkloadRecord[]> {
-    const producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    // kafkajs's default 5 retries wait about 9 s in all, as long as KRaft takes to fence a
+    // killed leader (broker.session.timeout.ms 9 s): a send to its partitions could give up just
+    // before the new leader appears. The same idempotent producer retrying keeps its sequence
+    // numbers, so a re-sent batch is not written twice.
+    const producer = this.kafka.producer({
+      idempotent: true,
+      maxInFlightRequests: 1,
+      retry: { retries: 10, maxRetryTime: 10_000 },
+    });
     await producer.connect();
     const sent: WorkloadRecord[] = [];
     try {
