@@ -47,7 +47,18 @@ export function workerCommand(): Command {
       const secrets = secretValues(config);
       const scrub = secretScrubber(secrets);
       const log = createLogger({ level: config.logLevel, secrets });
-      let worker: Awaited<ReturnType<typeof startWorker>>;
+      // Listening before the start: a signal while it connects, waits for topics or joins the
+      // group would otherwise end the process by the signal's default action, not exit 0. The
+      // worker stops as soon as it has started (with nothing taken in, there is nothing to drain).
+      let worker: Awaited<ReturnType<typeof startWorker>> | undefined;
+      let stopAsked = false;
+      const onSignal = (signal: NodeJS.Signals) => {
+        log.info({ signal, starting: worker === undefined }, 'signal received');
+        stopAsked = true;
+        void worker?.stop();
+      };
+      process.once('SIGTERM', onSignal);
+      process.once('SIGINT', onSignal);
       try {
         worker = await startWorker({ config, log });
       } catch (err) {
@@ -55,15 +66,10 @@ export function workerCommand(): Command {
         process.stderr.write(`rxingest: could not start: ${scrub((err as Error).message)}\n`);
         process.exit(1);
       }
-      const onSignal = (signal: NodeJS.Signals) => {
-        log.info({ signal }, 'signal received');
-        void worker.stop();
-      };
-      process.once('SIGTERM', onSignal);
-      process.once('SIGINT', onSignal);
       worker.stopped.then(
         () => process.exit(0),
         () => process.exit(1),
       );
+      if (stopAsked) void worker.stop();
     });
 }

@@ -102,6 +102,26 @@ describe('worker process', () => {
     }
   });
 
+  it('exits 0 on a SIGTERM that comes while it is still starting (waiting for its input topic)', async () => {
+    const name = uniqueName('earlysigterm');
+    const env = isolatedEnv(name);
+    const w = spawnWorker({ ...env, KAFKA_TOPIC_WAIT_MS: '60000' }, name);
+    try {
+      await waitFor('the worker to say it waits', () =>
+        readFileSync(w.logFile, 'utf8').includes('waiting for them'),
+      );
+      w.child.kill('SIGTERM');
+      // Its start goes on until the topic is there; then it stops at once instead of ingesting.
+      await createTopics([{ topic: env.INGEST_TOPICS!, numPartitions: 1 }]);
+      expect(await w.exited).toBe(0);
+    } finally {
+      if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
+    }
+    const log = readFileSync(w.logFile, 'utf8');
+    expect(log).toContain('"starting":true');
+    expect(log).toContain('"msg":"stopped"');
+  });
+
   it('drains on SIGTERM: exits 0 with everything it took in committed (HTTP_PORT=0: no port open meanwhile)', async () => {
     const name = uniqueName('sigterm');
     const env = isolatedEnv(name);
