@@ -48,11 +48,7 @@ export function skipKnownCopies(
   options: SkipKnownCopiesOptions = {},
 ): MonoTypeOperatorFunction<Entry[]> {
   const { backoffMaxMs = 0, scheduler = asyncScheduler } = options;
-  // The retry policy's capped exponential, without jitter: 50, 100, 200 … backoffMaxMs.
-  const waitAfter =
-    backoffMaxMs > 0
-      ? createRetryPolicy({ baseMs: FIRST_BACKOFF_MS, maxMs: backoffMaxMs, random: () => 1 }).delay
-      : undefined;
+  const waitAfter = lookupWaits(backoffMaxMs);
   return (source) =>
     defer(() => {
       const pacing = new LookupPacing(waitAfter);
@@ -86,4 +82,14 @@ function decideCopies(batch: Entry[], owners: ReadonlyMap<string, string>): Entr
     return decide(e, { kind: 'duplicate', by });
   });
   return copies === 0 ? batch : out;
+}
+
+/**
+ * The waits between lookups that find no copy: the retry policy's capped exponential without
+ * jitter, 50, 100, 200 … `backoffMaxMs` ms; none (every batch looked up) for 0.
+ */
+export function lookupWaits(backoffMaxMs: number): ((misses: number) => number) | undefined {
+  return backoffMaxMs > 0
+    ? createRetryPolicy({ baseMs: FIRST_BACKOFF_MS, maxMs: backoffMaxMs, random: () => 1 }).delay
+    : undefined;
 }

@@ -1,12 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { FIRST_BACKOFF_MS, LookupPacing } from '../../../src/model/lookup-pacing.js';
-import { createRetryPolicy } from '../../../src/retry/retry-policy.js';
+import { lookupWaits } from '../../../src/operators/skip-known-copies.js';
 
-/** Paced as the operator paces it: the retry policy's capped exponential from 50 ms, no jitter (0: not paced). */
-const pacedUpTo = (maxMs: number) =>
-  new LookupPacing(
-    maxMs > 0 ? createRetryPolicy({ baseMs: FIRST_BACKOFF_MS, maxMs, random: () => 1 }).delay : undefined,
-  );
+/** Paced as the operator paces it (0: not paced). */
+const pacedUpTo = (maxMs: number) => new LookupPacing(lookupWaits(maxMs));
 
 describe('LookupPacing', () => {
   it('looks up the first batch, then waits after each lookup that finds no copy: 50 ms, twice as long each time, up to the most', () => {
