@@ -22,7 +22,7 @@ import { drainRate } from './lib/drain.js';
 import { type Pinning, pinElasticsearchApart, pinningUnavailable } from './lib/pinning.js';
 import { barChart } from './lib/plot.js';
 import { encodeBodies, loadRaw, type RawDoc } from './lib/raw-bulk.js';
-import type { Section, Target } from './lib/report.js';
+import type { Section, Table, Target } from './lib/report.js';
 import {
   coreBusySeconds,
   cpuSeconds,
@@ -67,6 +67,10 @@ interface WorkerRun {
   readonly rate: number;
   readonly drained: boolean;
   readonly cpuUsPerDoc: number;
+  /** CPU µs per document of the other processes on the load's side: Kafka, Redis, this bench. */
+  readonly othersUsPerDoc: Readonly<Record<string, number>>;
+  /** Share of the drain the worker's main thread was busy (event-loop utilisation). */
+  readonly threadBusy: number;
   readonly esCores: number;
   readonly coreBusy: readonly number[];
   readonly peakRssMb: number;
@@ -269,10 +273,14 @@ async function drainWithWorker(
   const last = worker.samples.find((s) => s.t >= endT) ?? worker.last;
   const used = (k: string) => (last?.cpu[k] ?? Number.NaN) - (first?.cpu[k] ?? Number.NaN);
   const done = (last?.done ?? 0) - (first?.done ?? 0);
+  const perDoc = (k: string) => (used(k) * 1e6) / Math.max(1, done);
+  const span = ((last?.t ?? 0) - (first?.t ?? 0)) / 1000;
   const run: WorkerRun = {
     rate,
     drained,
-    cpuUsPerDoc: (used('worker') * 1e6) / Math.max(1, done),
+    cpuUsPerDoc: perDoc('worker'),
+    othersUsPerDoc: { Kafka: perDoc('kafka'), Redis: perDoc('redis'), bench: perDoc('bench (this process)') },
+    threadBusy: ((last?.loopBusySeconds ?? Number.NaN) - (first?.loopBusySeconds ?? Number.NaN)) / span,
     esCores: used('elasticsearch') / (ms / 1000),
     coreBusy: busyBetween(first?.coreBusy ?? [], last?.coreBusy ?? [], (last?.t ?? 0) - (first?.t ?? 0)),
     peakRssMb: worker.peakRssMb(),
@@ -303,6 +311,44 @@ async function profileAllocations(ctx: Ctx, w: Workload, n: number): Promise<All
     .catch(() => undefined);
 }
 
+/** The ratio each row is held to (issue 11). */
+const targetOf = (r: Row) => (r.mode === 'not pinned' ? 0.5 : r.workload.profileShare > 0 ? 0.9 : 0.95);
+
+/**
+ * Per row: what a document costs on the cores that carry the load, and what the target rate
+ * leaves per document, in CPU and in the worker thread's time.
+ */
+function budgetTable(rows: readonly Row[]): Table {
+  return {
+    title: 'What stands between each row and its target (µs per document)',
+    head: [
+      'mode, workload',
+      'target rate (docs/s)',
+      'CPU on the load’s cores: worker + Kafka + Redis + bench (+ ES not pinned)',
+      'CPU the target leaves',
+      'worker thread busy per document',
+      'time between documents at the target',
+    ],
+    rows: rows.map((r) => {
+      const want = targetOf(r) * r.ceiling.rate;
+      const cores = r.mode === 'pinned' ? 1 : 2;
+      const w = r.worker;
+      const other = (k: string) => w.othersUsPerDoc[k] ?? Number.NaN;
+      const parts: number[] = [w.cpuUsPerDoc, other('Kafka'), other('Redis'), other('bench')];
+      if (r.mode === 'not pinned') parts.push((w.esCores * 1e6) / w.rate);
+      const used = parts.reduce((a, b) => a + b, 0);
+      return [
+        `${r.mode}, ${r.workload.label}`,
+        `${fmt(want, 0)} (${targetOf(r)} × ${fmt(r.ceiling.rate, 0)})`,
+        `${fmt(used, 1)} = ${parts.map((x) => fmt(x, 1)).join(' + ')}`,
+        fmt((cores * 1e6) / want, 1),
+        fmt((w.threadBusy * 1e6) / w.rate, 1),
+        fmt(1e6 / want, 1),
+      ];
+    }),
+  };
+}
+
 function section(
   n: number,
   rows: readonly Row[],
@@ -326,7 +372,8 @@ function section(
   notes.push(
     `Each row drains the same ${fmt(n, 0)} pre-produced messages (8 partitions, ${fmt(CLIENTS, 0)} clients, 1% re-sent copies); the raw loader writes the same documents, encoded into NDJSON bodies before its clock starts, with the best of a short batch-size and concurrency search.`,
     'Busy per core is each core’s share of time not idle (/proc/stat) over the same span, whoever used it: pinned, CPU 1 carries the load with Kafka, Redis and the bench process, so a CPU 1 near 1.00 during the worker’s drain says the worker side is CPU-bound and only less CPU per document raises its figure.',
-    'Worker CPU per document is the worker process’s user+system time (/proc) from its first record to its last, divided by the records done; Elasticsearch cores is its CPU time over the same span.',
+    'Worker CPU per document is the worker process’s user+system time (/proc) from its first record to its last, divided by the records done; Elasticsearch cores is its CPU time over the same span. Worker thread busy is the share of that span its main thread was busy (rxingest_nodejs_eventloop_busy_seconds_total): near 1, the one thread that runs the graph is the limit, whatever the cores do.',
+    'What stands between each row and its target: the CPU a document costs on the cores that carry the load (pinned: CPU 1, the worker with Kafka, Redis and this bench; not pinned: both cores, Elasticsearch too), against what those cores have per document at the target rate; and the worker thread’s busy time per document against the time between documents at that rate. Either one over its budget holds the row below its target.',
   );
   if (allocations)
     notes.push(
@@ -348,6 +395,7 @@ function section(
           'worker (docs/s)',
           'ratio',
           'worker CPU (µs/doc)',
+          'worker thread busy',
           'ES cores (ceiling / worker)',
           'busy per core, CPU 0 / CPU 1 (ceiling; worker)',
           'worker peak RSS (MB)',
@@ -359,11 +407,13 @@ function section(
           `${fmt(r.worker.rate, 0)}${r.worker.drained ? '' : ' (did not drain)'}`,
           fmt(ratio(r), 2),
           fmt(r.worker.cpuUsPerDoc, 1),
+          fmt(r.worker.threadBusy, 2),
           `${fmt(r.ceiling.esCores, 2)} / ${fmt(r.worker.esCores, 2)}`,
           `${busyText(r.ceiling.coreBusy)}; ${busyText(r.worker.coreBusy)}`,
           fmt(r.worker.peakRssMb, 0),
         ]),
       },
+      budgetTable(rows),
       ...(stageRows.length > 0
         ? [
             {

@@ -140,6 +140,7 @@ export async function sampleCpu(ctx: CeilingContext): Promise<WorkerMetricsSampl
     inFlight: 0,
     lag: 0,
     loopLagMaxMs: Number.NaN,
+    loopBusySeconds: Number.NaN,
     rssMb: 0,
     hwmMb: 0,
     cpu,

@@ -15,6 +15,8 @@ export interface WorkerMetricsSample {
   readonly lag: number;
   /** The longest the worker's event loop was held since the sample before (prom-client resets it per scrape). */
   readonly loopLagMaxMs: number;
+  /** Seconds the worker's main thread has been busy (rxingest_nodejs_eventloop_busy_seconds_total). */
+  readonly loopBusySeconds: number;
   readonly rssMb: number;
   readonly hwmMb: number;
   /** CPU seconds used so far, per process: the worker and each server of the stack. */
@@ -54,11 +56,13 @@ export function parseMetrics(text: string): {
   inFlight: number;
   lag: number;
   loopLagMaxMs: number;
+  loopBusySeconds: number;
 } {
   let done = 0;
   let inFlight = 0;
   let lag = 0;
   let loopLagMaxMs = Number.NaN;
+  let loopBusySeconds = Number.NaN;
   const byOutcome: Record<string, number> = {};
   for (const line of text.split('\n')) {
     if (line.startsWith('#') || line === '') continue;
@@ -72,8 +76,9 @@ export function parseMetrics(text: string): {
     } else if (m[1] === 'rxingest_in_flight') inFlight += value;
     else if (m[1] === 'rxingest_consumer_lag') lag += value;
     else if (m[1] === 'rxingest_nodejs_eventloop_lag_max_seconds') loopLagMaxMs = value * 1000;
+    else if (m[1] === 'rxingest_nodejs_eventloop_busy_seconds_total') loopBusySeconds = value;
   }
-  return { done, byOutcome, inFlight, lag, loopLagMaxMs };
+  return { done, byOutcome, inFlight, lag, loopLagMaxMs, loopBusySeconds };
 }
 
 /** The main thread's CPU profile of the BenchWorker `name` (node names it CPU.<date>.<time>.<pid>.<thread>.<seq>). */
@@ -258,6 +263,7 @@ export class BenchWorker {
         inFlight: m.inFlight,
         lag: m.lag,
         loopLagMaxMs: m.loopLagMaxMs,
+        loopBusySeconds: m.loopBusySeconds,
         rssMb: mem.rss,
         hwmMb: mem.hwm,
         cpu,

@@ -5,6 +5,7 @@ import type { OutcomeKind } from '../model/outcome.js';
 import type { ElasticsearchStoreObserver } from '../sinks/elasticsearch-observer.js';
 import type { RedisObserver } from '../sinks/redis-known-copies.js';
 import { BatchedHistogram } from './batched-histogram.js';
+import { eventLoopBusyCounter } from './event-loop-busy.js';
 
 /** The contract's breaker states, as the numbers `rxingest_breaker_state` carries. */
 export const BREAKER_STATES = { closed: 0, 'half-open': 1, open: 2 } as const;
@@ -257,8 +258,10 @@ export class WorkerMetrics {
     this.esConcurrencyLimit.set(options.esMaxConnections ?? 0);
     this.redisUp.set(0);
     this.hotClients.set(0);
-    if (options.defaultMetrics ?? true)
+    if (options.defaultMetrics ?? true) {
       collectDefaultMetrics({ register: this.registry, prefix: 'rxingest_' });
+      eventLoopBusyCounter(this.registry);
+    }
   }
 
   /** End-to-end latencies in ms (indexed time minus the message's `ts`), handed over per batch. */
