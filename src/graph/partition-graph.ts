@@ -93,9 +93,11 @@ export function ingestPartition(
     // what became of each record (metrics)
     observeOutcomes(options.onDone ?? ignore),
     // offset N+1 once every record ≤ N is done, with its outputs, in one transaction
+    // (or a batch window after the partition went quiet with a batch's worth committable)
     commitInOrder(tracker, ports.commits, {
       intervalMs: s.commitIntervalMs,
       every: recordsPerCommit(s),
+      quiet: { ms: s.batchMs, records: s.batchMax },
       scheduler,
     }),
   );

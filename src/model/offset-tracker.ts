@@ -34,6 +34,11 @@ export class OffsetTracker<P = never> {
     return this.next - this.head;
   }
 
+  /** Records registered so far: it changes exactly when the intake takes one in. */
+  get registered(): number {
+    return this.next;
+  }
+
   /** Registered and not yet durably committed: what backpressure counts. */
   get unfinished(): number {
     return this.next - this.confirmed;

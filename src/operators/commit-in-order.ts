@@ -23,6 +23,12 @@ export interface CommitInOrderOptions {
   readonly intervalMs: number;
   /** …or as soon as this many records did. */
   readonly every: number;
+  /**
+   * …or `ms` after the partition went quiet with at least `records` committable: everything
+   * it took in is done, and it took in nothing more meanwhile (the end of a backlog or a
+   * burst). Without it the last records of a burst wait out the rest of `intervalMs`.
+   */
+  readonly quiet?: { readonly ms: number; readonly records: number };
   readonly scheduler?: SchedulerLike;
 }
 
@@ -35,7 +41,11 @@ export interface CommitInOrderOptions {
  * Commits are batched by time (`intervalMs`) or count (`every`), and coalesced: while one
  * is in flight, what becomes committable waits and goes out as one commit after it, so a
  * slow transaction coordinator never builds a queue (and the records it holds back still
- * count as unfinished in the tracker, which pauses intake). The last commit is flushed
+ * count as unfinished in the tracker, which pauses intake). A commit waits less when the
+ * partition goes quiet (`quiet`): with a burst's worth of records committable, nothing
+ * unfinished and nothing new taken in for `quiet.ms`, waiting longer would gather nothing
+ * more; a trickle of records never gathers `quiet.records` and keeps to the interval, so
+ * quiet commits do not multiply transactions at low traffic. The last commit is flushed
  * when the source completes, and the result completes after it is durable. On an error
  * (of the source or the sink) nothing more is committed: unfinished work is replayed.
  *
@@ -46,17 +56,25 @@ export interface CommitInOrderOptions {
  * output:      --------a---(b|)     a = { offset: '3' }: 2 waits for 0; the timer starts
  *                                       when 0 moves the offset, and 1 joins that commit
  *                                   b = { offset: '4' }: flushed at completion
+ *
+ * registered:  0 1 2
+ * finished:    --0--1-2--------|    (intervalMs = 9, quiet = { ms: 2, records: 2 })
+ * commitInOrder
+ * output:      ---------c------|    c = { offset: '3' }: at 7 nothing is unfinished and 3
+ *                                       records are committable; nothing came in by 9, so
+ *                                       it commits then, not when the interval ends (11)
  * ```
  */
 export function commitInOrder(
   tracker: OffsetTracker<OutRecord>,
   sink: CommitSink,
-  { intervalMs, every, scheduler = asyncScheduler }: CommitInOrderOptions,
+  { intervalMs, every, quiet, scheduler = asyncScheduler }: CommitInOrderOptions,
 ): OperatorFunction<readonly Done[], Commit> {
   return (source) =>
     new Observable<Commit>((subscriber) => {
       let released = 0;
       let timer: Subscription | undefined;
+      let quietTimer: Subscription | undefined;
       let inFlight: Subscription | undefined;
       let committing = false;
       let sourceDone = false;
@@ -64,6 +82,8 @@ export function commitInOrder(
       const cancelTimer = () => {
         timer?.unsubscribe();
         timer = undefined;
+        quietTimer?.unsubscribe();
+        quietTimer = undefined;
       };
 
       const commitNow = (): void => {
@@ -94,7 +114,10 @@ export function commitInOrder(
                 return;
               }
               if (sourceDone || released >= every) commitNow();
-              else if (released > 0) arm();
+              else if (released > 0) {
+                arm();
+                armQuiet();
+              }
             },
           });
         if (committing) inFlight = sub;
@@ -102,6 +125,18 @@ export function commitInOrder(
 
       const arm = () => {
         timer ??= scheduler.schedule(commitNow, intervalMs);
+      };
+
+      /** (Re)starts the quiet wait when nothing is unfinished and enough is committable. */
+      const armQuiet = () => {
+        if (quiet === undefined || quiet.ms >= intervalMs) return;
+        if (released < quiet.records || tracker.pending > 0) return;
+        quietTimer?.unsubscribe();
+        const registeredThen = tracker.registered;
+        quietTimer = scheduler.schedule(() => {
+          quietTimer = undefined;
+          if (!committing && tracker.pending === 0 && tracker.registered === registeredThen) commitNow();
+        }, quiet.ms);
       };
 
       const sub = source.subscribe({
@@ -118,7 +153,10 @@ export function commitInOrder(
           released += passed;
           if (committing) return;
           if (released >= every) commitNow();
-          else arm();
+          else {
+            arm();
+            armQuiet();
+          }
         },
         error: (err) => subscriber.error(err),
         complete: () => {

@@ -79,6 +79,30 @@ describe('worker process', () => {
     );
   });
 
+  it('commits the end of a burst once its partition goes quiet, long before COMMIT_INTERVAL_MS', async () => {
+    const name = uniqueName('quietcommit');
+    const env = isolatedEnv(name);
+    await createTopics([{ topic: env.INGEST_TOPICS!, numPartitions: 1 }]);
+    const total = await produce(env.INGEST_TOPICS!, 1_000, 51);
+    // A minute's interval and a count the burst never reaches (1,000 records, every 4,000 at
+    // most): within the 30 s below only the quiet commit (BATCH_MAX records committable,
+    // nothing new for BATCH_MS) can commit the burst.
+    const w = spawnWorker(
+      { ...env, COMMIT_INTERVAL_MS: '60000', COMMIT_EVERY: '100000', BATCH_MAX: '100', BATCH_MS: '50' },
+      name,
+    );
+    try {
+      await waitFor(
+        `all ${total} committed`,
+        async () => (await committedTotal(env.INGEST_TOPICS!, env.INGEST_GROUP!)) === total,
+        { timeoutMs: 30_000 },
+      );
+    } finally {
+      w.child.kill('SIGTERM');
+      expect(await w.exited).toBe(0);
+    }
+  });
+
   it('waits for an input topic that is created after it starts', async () => {
     const name = uniqueName('latetopic');
     const env = isolatedEnv(name);

@@ -524,19 +524,35 @@ describe('ingestPartition (whole graph, in-memory sinks, virtual time)', () => {
     const every = k * (5 - 3);
     const records = Array.from({ length: 4 * every }, (_, i) => r.event(`e${i}`, `c${i}`));
     const result = run(w, records, {
-      // no timer within the run: only the count (and the completion) commits
+      // no timer within the run: only the count (and the completion) commits; batches of one
+      // go out at once, and a batch window as long as the interval leaves no quiet commit
       settings: {
         highWater: 5,
         lowWater: 3,
         commitEvery: 1_000,
         commitIntervalMs: 1_000_000,
         batchMax: 1,
-        batchMs: 1,
+        batchMs: 1_000_000,
       },
       open: 100,
     });
     expect(result.completed).toBe(true);
     expect(w.commits.requests).toEqual([1, 2, 3, 4].map((n) => String(n * every)));
+  });
+
+  it('commits a burst a batch window after the partition goes quiet, not when the commit interval ends', () => {
+    const settings = { highWater: 100, lowWater: 50, batchMax: 2, batchMs: 10, commitIntervalMs: 1_000 };
+    const r = recordFactory();
+    const burst = Array.from({ length: 4 }, (_, i) => r.event(`e${i}`, `c${i}`));
+    const quiet = run(world(), burst, { settings, open: 5_000 });
+    // Two batches of two, written at once by the in-memory store, by frame 4; quiet from then.
+    expect(quiet.emitted.map((e) => e.commit.offset)).toEqual(['4']);
+    expect(quiet.emitted[0]!.at).toBeLessThan(4 + 10 + 5);
+
+    // One record less than a batch is a trickle: it keeps to the interval.
+    const trickle = run(world(), [recordFactory().event('e0', 'c0')], { settings, open: 5_000 });
+    expect(trickle.emitted.map((e) => e.commit.offset)).toEqual(['1']);
+    expect(trickle.emitted[0]!.at).toBeGreaterThanOrEqual(1_000);
   });
 
   it('completes only after the last commit is durable, with nothing unfinished', () => {

@@ -23,6 +23,17 @@ describe('OffsetTracker', () => {
     expect(['5', '7', '8', '100'].map((o) => t.register(o))).toEqual([0, 1, 2, 3]);
   });
 
+  it('counts what it registered, and only registering changes that count', () => {
+    const t = tracked(5, 7);
+    expect(t.registered).toBe(2);
+    t.complete(0);
+    t.complete(1);
+    t.confirm(t.take()!.through);
+    expect(t.registered).toBe(2);
+    t.register('9');
+    expect(t.registered).toBe(3);
+  });
+
   it('commits last done + 1 as records complete in order', () => {
     const t = tracked(0, 1, 2);
     expect(t.commitOffset).toBeUndefined();

@@ -145,6 +145,98 @@ describe('commitInOrder', () => {
     });
   });
 
+  describe('committing early when the partition goes quiet', () => {
+    const QUIET = { ms: 2, records: 2 };
+
+    it('behaves as its marble diagram: commits quiet.ms after the last record, not at the interval', () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const tracker = registered(0, 1, 2);
+        const source = cold('--0--1-2--------|', batches('012'));
+        const result = '     ---------c------|';
+        expectObservable(
+          source.pipe(
+            commitInOrder(tracker, new InMemoryCommitSink(), { intervalMs: 9, every: 100, quiet: QUIET }),
+          ),
+        ).toBe(result, { c: commit('3') });
+      });
+    });
+
+    it('keeps to the interval while fewer than quiet.records are committable (a trickle)', () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const tracker = registered(0);
+        // 0 alone at 1: nothing unfinished, but one record is not a burst: the interval (1 + 5).
+        const source = cold('-0--------|', batches('0'));
+        expectObservable(
+          source.pipe(
+            commitInOrder(tracker, new InMemoryCommitSink(), { intervalMs: 5, every: 100, quiet: QUIET }),
+          ),
+        ).toBe('------a---|', { a: commit('1') });
+      });
+    });
+
+    it('keeps to the interval while a record is unfinished', () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const tracker = registered(0, 1, 2);
+        // 0 and 1 done at 1 (two committable), 2 still out until 9: the interval ends at 6.
+        const source = cold('-x-------2|', { x: [done(0), done(1)], 2: [done(2)] });
+        expectObservable(
+          source.pipe(
+            commitInOrder(tracker, new InMemoryCommitSink(), { intervalMs: 5, every: 100, quiet: QUIET }),
+          ),
+        ).toBe('------a---(b|)', { a: commit('2'), b: commit('3') });
+      });
+    });
+
+    it('does not commit early when the intake took a record in during the quiet wait', () => {
+      const ts = testScheduler();
+      ts.run(({ cold, expectObservable }) => {
+        const tracker = registered(0, 1);
+        // 0 and 1 done at 1: the quiet wait would end at 3, but offset 2 comes in at 2.
+        ts.schedule(() => tracker.register('2'), 2);
+        const source = cold('-x------|', { x: [done(0), done(1)] });
+        expectObservable(
+          source.pipe(
+            commitInOrder(tracker, new InMemoryCommitSink(), { intervalMs: 5, every: 100, quiet: QUIET }),
+          ),
+        ).toBe('------a-|', { a: commit('2') });
+      });
+    });
+
+    it('after a slow commit, waits only quiet.ms for what finished meanwhile', () => {
+      const ts = testScheduler();
+      ts.run(({ cold, expectObservable }) => {
+        const tracker = registered(0, 1);
+        const sink = new InMemoryCommitSink({ latencyMs: 4 });
+        // 0 and 1 at 0: quiet, commit '2' at 2, durable at 6. 2 and 3 come in at 3 and finish
+        // at 4 while it is out: at 6 the quiet wait starts again, to 8 (the interval: 26).
+        ts.schedule(() => {
+          tracker.register('2');
+          tracker.register('3');
+        }, 3);
+        const source = cold('x---y----------|', { x: [done(0), done(1)], y: [done(2), done(3)] });
+        expectObservable(
+          source.pipe(commitInOrder(tracker, sink, { intervalMs: 20, every: 100, quiet: QUIET })),
+        ).toBe('------a-----b--|', { a: commit('2'), b: commit('4') });
+      });
+    });
+
+    it('is off when quiet.ms is not shorter than the interval', () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const tracker = registered(0, 1);
+        const source = cold('x-------|', { x: [done(0), done(1)] });
+        expectObservable(
+          source.pipe(
+            commitInOrder(tracker, new InMemoryCommitSink(), {
+              intervalMs: 5,
+              every: 100,
+              quiet: { ms: 5, records: 1 },
+            }),
+          ),
+        ).toBe('-----a--|', { a: commit('2') });
+      });
+    });
+  });
+
   it('holds the commit back behind an unfinished record however long, then passes the whole run', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const tracker = registered(0, 1, 2, 3);
