@@ -42,8 +42,8 @@ export interface CommitInOrderOptions {
  * is in flight, what becomes committable waits and goes out as one commit after it, so a
  * slow transaction coordinator never builds a queue (and the records it holds back still
  * count as unfinished in the tracker, which pauses intake). A commit waits less when the
- * partition goes quiet (`quiet`): with a burst's worth of records committable, nothing
- * unfinished and nothing new taken in for `quiet.ms`, waiting longer would gather nothing
+ * partition goes quiet (`quiet`): with a burst's worth of records committable, every record
+ * taken in done and nothing new taken in for `quiet.ms`, waiting longer would gather nothing
  * more; a trickle of records never gathers `quiet.records` and keeps to the interval, so
  * quiet commits do not multiply transactions at low traffic. The last commit is flushed
  * when the source completes, and the result completes after it is durable. On an error
@@ -60,8 +60,8 @@ export interface CommitInOrderOptions {
  * registered:  0 1 2
  * finished:    --0--1-2--------|    (intervalMs = 9, quiet = { ms: 2, records: 2 })
  * commitInOrder
- * output:      ---------c------|    c = { offset: '3' }: at 7 nothing is unfinished and 3
- *                                       records are committable; nothing came in by 9, so
+ * output:      ---------c------|    c = { offset: '3' }: at 7 every record taken in is done
+ *                                       and 3 are committable; nothing came in by 9, so
  *                                       it commits then, not when the interval ends (11)
  * ```
  */
@@ -127,7 +127,7 @@ export function commitInOrder(
         timer ??= scheduler.schedule(commitNow, intervalMs);
       };
 
-      /** (Re)starts the quiet wait when nothing is unfinished and enough is committable. */
+      /** (Re)starts the quiet wait when every record taken in is done and enough are committable. */
       const armQuiet = () => {
         if (quiet === undefined || quiet.ms >= intervalMs) return;
         if (released < quiet.records || tracker.pending > 0) return;

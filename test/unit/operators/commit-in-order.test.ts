@@ -164,7 +164,7 @@ describe('commitInOrder', () => {
     it('keeps to the interval while fewer than quiet.records are committable (a trickle)', () => {
       testScheduler().run(({ cold, expectObservable }) => {
         const tracker = registered(0);
-        // 0 alone at 1: nothing unfinished, but one record is not a burst: the interval (1 + 5).
+        // 0 alone at 1: all taken in is done, but one record is not a burst: the interval (1 + 5).
         const source = cold('-0--------|', batches('0'));
         expectObservable(
           source.pipe(
@@ -174,7 +174,7 @@ describe('commitInOrder', () => {
       });
     });
 
-    it('keeps to the interval while a record is unfinished', () => {
+    it('keeps to the interval while a record taken in is not done', () => {
       testScheduler().run(({ cold, expectObservable }) => {
         const tracker = registered(0, 1, 2);
         // 0 and 1 done at 1 (two committable), 2 still out until 9: the interval ends at 6.
