@@ -147,17 +147,19 @@ describe('commitInOrder', () => {
 
   describe('committing early when the partition goes quiet', () => {
     const QUIET = { ms: 2, records: 2 };
+    /** commitInOrder with QUIET, a count never reached, and the sink given (default: answers at once). */
+    const quietly = (
+      tracker: OffsetTracker<OutRecord>,
+      intervalMs: number,
+      sink = new InMemoryCommitSink(),
+    ) => commitInOrder(tracker, sink, { intervalMs, every: 100, quiet: QUIET });
 
     it('behaves as its marble diagram: commits quiet.ms after the last record, not at the interval', () => {
       testScheduler().run(({ cold, expectObservable }) => {
         const tracker = registered(0, 1, 2);
         const source = cold('--0--1-2--------|', batches('012'));
         const result = '     ---------c------|';
-        expectObservable(
-          source.pipe(
-            commitInOrder(tracker, new InMemoryCommitSink(), { intervalMs: 9, every: 100, quiet: QUIET }),
-          ),
-        ).toBe(result, { c: commit('3') });
+        expectObservable(source.pipe(quietly(tracker, 9))).toBe(result, { c: commit('3') });
       });
     });
 
@@ -166,11 +168,7 @@ describe('commitInOrder', () => {
         const tracker = registered(0);
         // 0 alone at 1: all taken in is done, but one record is not a burst: the interval (1 + 5).
         const source = cold('-0--------|', batches('0'));
-        expectObservable(
-          source.pipe(
-            commitInOrder(tracker, new InMemoryCommitSink(), { intervalMs: 5, every: 100, quiet: QUIET }),
-          ),
-        ).toBe('------a---|', { a: commit('1') });
+        expectObservable(source.pipe(quietly(tracker, 5))).toBe('------a---|', { a: commit('1') });
       });
     });
 
@@ -179,11 +177,10 @@ describe('commitInOrder', () => {
         const tracker = registered(0, 1, 2);
         // 0 and 1 done at 1 (two committable), 2 still out until 9: the interval ends at 6.
         const source = cold('-x-------2|', { x: [done(0), done(1)], 2: [done(2)] });
-        expectObservable(
-          source.pipe(
-            commitInOrder(tracker, new InMemoryCommitSink(), { intervalMs: 5, every: 100, quiet: QUIET }),
-          ),
-        ).toBe('------a---(b|)', { a: commit('2'), b: commit('3') });
+        expectObservable(source.pipe(quietly(tracker, 5))).toBe('------a---(b|)', {
+          a: commit('2'),
+          b: commit('3'),
+        });
       });
     });
 
@@ -194,11 +191,7 @@ describe('commitInOrder', () => {
         // 0 and 1 done at 1: the quiet wait would end at 3, but offset 2 comes in at 2.
         ts.schedule(() => tracker.register('2'), 2);
         const source = cold('-x------|', { x: [done(0), done(1)] });
-        expectObservable(
-          source.pipe(
-            commitInOrder(tracker, new InMemoryCommitSink(), { intervalMs: 5, every: 100, quiet: QUIET }),
-          ),
-        ).toBe('------a-|', { a: commit('2') });
+        expectObservable(source.pipe(quietly(tracker, 5))).toBe('------a-|', { a: commit('2') });
       });
     });
 
@@ -214,9 +207,10 @@ describe('commitInOrder', () => {
           tracker.register('3');
         }, 3);
         const source = cold('x---y----------|', { x: [done(0), done(1)], y: [done(2), done(3)] });
-        expectObservable(
-          source.pipe(commitInOrder(tracker, sink, { intervalMs: 20, every: 100, quiet: QUIET })),
-        ).toBe('------a-----b--|', { a: commit('2'), b: commit('4') });
+        expectObservable(source.pipe(quietly(tracker, 20, sink))).toBe('------a-----b--|', {
+          a: commit('2'),
+          b: commit('4'),
+        });
       });
     });
 
