@@ -47,7 +47,7 @@ export type KafkaRetryReason = 'offset-read' | 'progress-read' | 'too-large';
 
 const OPEN_READ_RETRIES = 6;
 /** The first retry backoff of a commit's producer; kafkajs's default is 300 ms. */
-export const COMMIT_RETRY_FIRST_MS = 20;
+export const COMMIT_RETRY_FIRST_MS = 5;
 
 export interface OpenedPartition {
   readonly committer: TransactionalCommitter;
@@ -118,6 +118,11 @@ export class TransactionalCommitter implements CommitSink {
         // kafkajs waits initialRetryTime before asking again: at its 300 ms default, commits
         // back to back took 47 ms on average (p90 297) against 9 ms (p90 26) at 20 ms, the Java
         // client's backoff for this case (KAFKA-5477; `npm run bench -- --only commits`).
+        // Since the transaction manager keeps its coordinators (patches/kafkajs+2.2.4.patch),
+        // no FindCoordinator round trip stands between EndTxn and the next AddPartitionsToTxn,
+        // and the refusal came nearly every time: back to back 19.4 ms on average (p50 25.2)
+        // at 20 ms, 10.6 (p50 11.2, p90 14.9) at 5 ms, against 13.3 (p50 6.8, p90 32.6) with
+        // the lookups at 20 ms (2026-12-06).
         retry: {
           retries: Number.MAX_SAFE_INTEGER,
           initialRetryTime: options.retryFirstMs ?? COMMIT_RETRY_FIRST_MS,

@@ -107,9 +107,9 @@ describe('TransactionalCommitter.open', () => {
       },
     } as unknown as Kafka;
     await TransactionalCommitter.open(kafka, f.admin, f.ledger, options, silent);
-    await TransactionalCommitter.open(kafka, f.admin, f.ledger, { ...options, retryFirstMs: 5 }, silent);
+    await TransactionalCommitter.open(kafka, f.admin, f.ledger, { ...options, retryFirstMs: 50 }, silent);
     expect(COMMIT_RETRY_FIRST_MS).toBeLessThanOrEqual(20);
-    expect(configs.map((c) => c.retry?.initialRetryTime)).toEqual([COMMIT_RETRY_FIRST_MS, 5]);
+    expect(configs.map((c) => c.retry?.initialRetryTime)).toEqual([COMMIT_RETRY_FIRST_MS, 50]);
     expect(configs[0]?.retry?.retries, 'idempotence still retries without end').toBe(Number.MAX_SAFE_INTEGER);
   });
 });
