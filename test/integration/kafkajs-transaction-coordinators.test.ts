@@ -1,17 +1,14 @@
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
-import type { Admin, Producer } from 'kafkajs';
+import { type Admin, Kafka, logLevel, type Producer } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTopics, kafkaClient, readCommitted, uniqueName } from '../support/stack.js';
-
-const run = promisify(execFile);
+import { KafkaProxy } from '../support/kafka-proxy.js';
+import { createTopics, kafkaClient, readCommitted, stackEnv, uniqueName } from '../support/stack.js';
 
 /**
  * The transaction manager's kept coordinators (patches/kafkajs+2.2.4.patch), against the real
  * broker: a transactional producer commits outputs with the consumed offsets, as the worker's
  * committer does. Published kafkajs sends four FindCoordinator requests per such transaction;
- * patched, the producer asks once per coordinator. When its connections are cut from outside
- * (`ss -K`, the kernel closing the sockets as a broker's death or an idle timeout would), the
+ * patched, the producer asks once per coordinator. The producer reaches the broker through a
+ * KafkaProxy: when its connections are cut (as a broker's death or an idle timeout would), the
  * kept coordinator is connected again and the next transactions commit.
  */
 describe('kafkajs transactions keep their coordinators (patched), against the real broker', () => {
@@ -21,6 +18,7 @@ describe('kafkajs transactions keep their coordinators (patched), against the re
   const group = uniqueName('coordinators-group');
   let producer: Producer;
   let admin: Admin;
+  let proxy: KafkaProxy;
   const requests: string[] = [];
 
   beforeAll(async () => {
@@ -30,7 +28,17 @@ describe('kafkajs transactions keep their coordinators (patched), against the re
     ]);
     admin = kafka.admin();
     await admin.connect();
-    producer = kafka.producer({ transactionalId: `${out}-tx`, idempotent: true, maxInFlightRequests: 1 });
+    proxy = await KafkaProxy.to(stackEnv.kafkaBrokers);
+    const throughProxy = new Kafka({
+      clientId: 'transaction-coordinators-test',
+      brokers: [proxy.brokers],
+      logLevel: logLevel.NOTHING,
+    });
+    producer = throughProxy.producer({
+      transactionalId: `${out}-tx`,
+      idempotent: true,
+      maxInFlightRequests: 1,
+    });
     producer.on(producer.events.REQUEST, ({ payload }) => requests.push(payload.apiName));
     await producer.connect();
   });
@@ -38,6 +46,7 @@ describe('kafkajs transactions keep their coordinators (patched), against the re
   afterAll(async () => {
     await producer?.disconnect();
     await admin?.disconnect();
+    await proxy?.shut();
   });
 
   /** One transaction: a record out, and the source offset `offset` committed for the group. */
@@ -78,7 +87,8 @@ describe('kafkajs transactions keep their coordinators (patched), against the re
   });
 
   it('after the producer’s connections are cut from outside, its next transactions reach the kept coordinators and commit', async () => {
-    const cut = await cutConnectionsTo(9092);
+    const cut = await proxy.shut();
+    await proxy.open();
     expect(cut).toBeGreaterThan(0);
     const before = findCoordinatorRequests();
 
@@ -94,15 +104,3 @@ describe('kafkajs transactions keep their coordinators (patched), against the re
     expect(findCoordinatorRequests() - before).toBeLessThanOrEqual(2);
   });
 });
-
-/** Closes this process's TCP connections to the local port with `ss -K`; returns how many. */
-async function cutConnectionsTo(port: number): Promise<number> {
-  const { stdout } = await run('ss', ['-tnpH', 'state', 'established', 'dst', `127.0.0.1:${port}`]);
-  const mine = stdout
-    .split('\n')
-    .filter((line) => line.includes(`pid=${process.pid},`))
-    .map((line) => /127\.0\.0\.1:(\d+)\s+127\.0\.0\.1:\d+/.exec(line)?.[1])
-    .filter((p): p is string => p !== undefined);
-  for (const sport of mine) await run('ss', ['-K', 'dst', `127.0.0.1:${port}`, 'sport', '=', sport]);
-  return mine.length;
-}

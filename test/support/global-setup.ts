@@ -13,36 +13,25 @@ const servers = async (): Promise<Set<string>> => {
 };
 
 /**
- * The integration tests' outside tools, by command and Debian package: kcat (librdkafka) is
- * their independent Kafka reader, `ss` (iproute2) cuts a client's connections from outside.
- * As root (CI, these machines) a missing one is installed from Debian's packages; otherwise
- * say how.
+ * kcat (librdkafka) is the integration tests' independent Kafka reader. As root (CI, these
+ * machines) it is installed from Debian's packages when missing; otherwise say how.
  */
-const TOOLS = [
-  { command: 'kcat', probe: ['-V'], debian: 'kcat', elsewhere: 'macOS: brew install kcat' },
-  { command: 'ss', probe: ['-V'], debian: 'iproute2', elsewhere: 'Linux only' },
-] as const;
-
-async function ensureTools(): Promise<void> {
-  const missing: (typeof TOOLS)[number][] = [];
-  for (const tool of TOOLS) {
-    try {
-      await run(tool.command, [...tool.probe]);
-    } catch {
-      missing.push(tool);
-    }
-  }
-  if (missing.length === 0) return;
-  const packages = missing.map((t) => t.debian).join(' ');
+async function ensureKcat(): Promise<void> {
+  try {
+    await run('kcat', ['-V']);
+    return;
+  } catch {}
   if (process.getuid?.() !== 0) {
     throw new Error(
-      `the integration tests need ${missing.map((t) => `${t.command} (Debian/Ubuntu: apt-get install ${t.debian}; ${t.elsewhere})`).join(', ')}`,
+      'the integration tests need kcat (Debian/Ubuntu: apt-get install kcat; macOS: brew install kcat)',
     );
   }
   await run(
     'bash',
-    ['-c', `apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ${packages}`],
-    { timeout: 10 * 60_000 },
+    ['-c', 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat'],
+    {
+      timeout: 10 * 60_000,
+    },
   );
 }
 
@@ -51,7 +40,7 @@ async function ensureTools(): Promise<void> {
  * stops exactly the servers this run started: the stack is left as it was found.
  */
 export default async function setup(): Promise<() => Promise<void>> {
-  await ensureTools();
+  await ensureKcat();
   const before = await servers();
   try {
     await stack('up');

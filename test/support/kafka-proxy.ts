@@ -37,8 +37,8 @@ export class KafkaProxy {
     return this.proxy.open();
   }
 
-  /** Refuses new connections and cuts the open ones: Kafka is unreachable. */
-  shut(): Promise<void> {
+  /** Refuses new connections and cuts the open ones: Kafka is unreachable. Returns the sockets cut. */
+  shut(): Promise<number> {
     return this.proxy.shut();
   }
 

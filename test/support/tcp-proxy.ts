@@ -90,12 +90,14 @@ export class TcpProxy {
     for (const { upstream, chunks } of held?.values() ?? []) for (const c of chunks) upstream.write(c);
   }
 
-  /** Refuses new connections and cuts the open ones. */
-  async shut(): Promise<void> {
+  /** Refuses new connections and cuts the open ones; returns how many sockets it cut (both ends of each). */
+  async shut(): Promise<number> {
     const server = this.server;
     this.server = undefined;
+    const cut = this.sockets.size;
     for (const s of this.sockets) s.destroy();
     await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+    return cut;
   }
 }
 
