@@ -4,21 +4,42 @@ import type { IndexEpochs } from './elasticsearch-index-epochs.js';
 import { type Attempt, attemptRequest, type RequestContext } from './elasticsearch-request.js';
 import { mgetOutcome } from './elasticsearch-request-outcome.js';
 import type { RecentProfiles } from './recent-profiles.js';
+import { RequestCoalescer } from './request-coalescer.js';
+
+/** One document of an `mget` answer, as far as a profile read looks at it. */
+type ReadDocument = {
+  found?: boolean;
+  _source?: ProfileDocument;
+  _seq_no?: number;
+  _primary_term?: number;
+  error?: { type?: string; reason?: string } | null;
+};
 
 /** A profile as stored, with what a conditional write of it needs; empty when there is none. */
 export type StoredProfile = { doc?: ProfileDocument; seqNo?: number; primaryTerm?: number };
 
 /**
  * What the profiles index holds for the clients of a batch, read with one `mget` or taken
- * from the recent profiles, and what the store tells them after its writes.
+ * from the recent profiles, and what the store tells them after its writes. The reads of
+ * every partition go through one RequestCoalescer, as the writes do: batches that arrive
+ * while `lanes` reads are out share the next one.
  */
 export class StoredProfiles {
+  private readonly reads: RequestCoalescer<ReadDocument>;
+
   constructor(
     private readonly client: Client,
     private readonly profilesIndex: string,
     private readonly recent: { readonly cache: RecentProfiles; readonly epochs: IndexEpochs } | undefined,
     private readonly context: (signal: AbortSignal | undefined) => RequestContext,
-  ) {}
+    coalesce: { readonly maxItems: number; readonly lanes: number },
+  ) {
+    this.reads = new RequestCoalescer<ReadDocument>(
+      (c, ids) => this.mget(c, ids as string[]),
+      coalesce.maxItems,
+      coalesce.lanes,
+    );
+  }
 
   /**
    * What is stored for each update's client: from the recent profiles when the update
@@ -74,33 +95,32 @@ export class StoredProfiles {
   }
 
   private async read(ids: string[], signal?: AbortSignal): Promise<Attempt<StoredProfile[]>> {
-    const res = await attemptRequest(
-      this.context(signal),
-      () => this.client.mget<ProfileDocument>({ index: this.profilesIndex, ids }, signal ? { signal } : {}),
-      (answer) => mgetOutcome(answer.docs),
-    );
+    const res = await this.reads.send(this.context(signal), ids, 1);
     if (!res.done) return res;
     const out: StoredProfile[] = [];
-    for (const d of res.value.docs) {
+    for (const d of res.value) {
       // A per-document error (an unavailable shard, a missing index) is the destination's.
-      if ('error' in d && d.error)
+      if (d.error)
         return {
           done: false,
           why: `mget: ${d.error.type ?? 'error'}: ${d.error.reason ?? ''}`,
           reason: 'mget-doc-error',
         };
-      const found = d as {
-        found: boolean;
-        _source?: ProfileDocument;
-        _seq_no?: number;
-        _primary_term?: number;
-      };
       out.push(
-        found.found && found._source
-          ? { doc: found._source, seqNo: found._seq_no!, primaryTerm: found._primary_term! }
-          : {},
+        d.found && d._source ? { doc: d._source, seqNo: d._seq_no!, primaryTerm: d._primary_term! } : {},
       );
     }
     return { done: true, value: out };
+  }
+
+  /** One `mget` of the profiles index, its documents in the order of `ids`. */
+  private async mget(context: RequestContext, ids: string[]): Promise<Attempt<ReadDocument[]>> {
+    const { signal } = context;
+    const res = await attemptRequest(
+      context,
+      () => this.client.mget<ProfileDocument>({ index: this.profilesIndex, ids }, signal ? { signal } : {}),
+      (answer) => mgetOutcome(answer.docs),
+    );
+    return res.done ? { done: true, value: res.value.docs as ReadDocument[] } : res;
   }
 }

@@ -265,6 +265,42 @@ describe('ElasticsearchDocumentStore against the stack Elasticsearch', () => {
       expect({ version: doc.version, data: doc.data }).toEqual(expectedProfile([u1, u2]));
     });
 
+    it("merges the reads of eight partitions' batches that arrive together into five mgets (four out at once, the rest sharing the next), and every profile exactly", async () => {
+      const client = esClient();
+      try {
+        const mgets = countMgets(client);
+        const shared = new ElasticsearchDocumentStore(client, options, silent);
+        const first = Array.from({ length: 8 }, (_, p) => [
+          profile(`coalesced-${p}`, `co-${p}-1`, 1, { a: p, b: p }),
+          profile(`coalesced-${p}-x`, `co-${p}-x`, 3, { only: p }),
+        ]);
+        // Eight batches at once, as eight partitions' graphs hand them over.
+        const created = await Promise.all(first.map((batch) => shared.mergeProfiles(batch.map(one))));
+        expect(created.flat().every((r) => r.status === 'applied')).toBe(true);
+        expect(mgets()).toBe(5);
+        // Again, now that every profile exists: each batch's reads came back to its own updates.
+        const second = Array.from({ length: 8 }, (_, p) => [
+          profile(`coalesced-${p}`, `co-${p}-2`, 2, { b: 100 + p, c: p }),
+          profile(`coalesced-${p}-x`, `co-${p}-y`, 2, { only: 100 + p }),
+        ]);
+        const merged = await Promise.all(second.map((batch) => shared.mergeProfiles(batch.map(one))));
+        expect(merged.map((batch) => batch.map((r) => r.status))).toEqual(
+          Array.from({ length: 8 }, () => ['applied', 'stale']),
+        );
+        expect(mgets()).toBe(10);
+        for (let p = 0; p < 8; p++) {
+          const doc = await getProfile(`coalesced-${p}`);
+          expect({ version: doc.version, data: doc.data }).toEqual(
+            expectedProfile([first[p]![0]!, second[p]![0]!]),
+          );
+          const other = await getProfile(`coalesced-${p}-x`);
+          expect({ version: other.version, data: other.data }).toEqual(expectedProfile([first[p]![1]!]));
+        }
+      } finally {
+        await client.close();
+      }
+    });
+
     it('two stores on two clients racing on one profile never lose a newer field', async () => {
       const c = 'race';
       const clientA = esClient();

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { BulkCoalescer } from '../../../src/sinks/bulk-coalescer.js';
 import type { BulkAnswer } from '../../../src/sinks/elasticsearch-bulk.js';
 import { silentObserver } from '../../../src/sinks/elasticsearch-observer.js';
 import { type Attempt, type RequestContext, ungated } from '../../../src/sinks/elasticsearch-request.js';
+import { RequestCoalescer } from '../../../src/sinks/request-coalescer.js';
 
 /** A bulk endpoint answered by hand: each request waits until the test answers it. */
 function endpoint() {
@@ -40,10 +40,10 @@ const events = (...ids: string[]) => ids.flatMap((id) => [{ create: { _index: 'e
 const idsOf = (a: Attempt<BulkAnswer[]>) => (a.done ? a.value.map((x) => x.create!.error!.type) : a.why);
 const flush = () => new Promise((r) => setImmediate(r));
 
-describe('BulkCoalescer: the bulk writes of every partition, merged while one is in flight', () => {
+describe('RequestCoalescer: the requests of every partition, merged while one is in flight', () => {
   it('sends a batch at once when nothing is in flight', async () => {
     const e = endpoint();
-    const c = new BulkCoalescer(e.send, 4_000, 1);
+    const c = new RequestCoalescer<BulkAnswer>(e.send, 4_000, 1);
     const a = c.send(ctx(), events('a1', 'a2'), 2);
     expect(e.requests).toHaveLength(1);
     e.created(0);
@@ -52,7 +52,7 @@ describe('BulkCoalescer: the bulk writes of every partition, merged while one is
 
   it('merges the batches that arrive while a request is out into one request after it, and splits the answer back', async () => {
     const e = endpoint();
-    const c = new BulkCoalescer(e.send, 4_000, 1);
+    const c = new RequestCoalescer<BulkAnswer>(e.send, 4_000, 1);
     const a = c.send(ctx(), events('a1'), 2);
     const b = c.send(ctx(), events('b1', 'b2'), 2);
     const d = c.send(ctx(), events('d1'), 2);
@@ -69,7 +69,7 @@ describe('BulkCoalescer: the bulk writes of every partition, merged while one is
 
   it('with two lanes, a second batch goes out at once and a third waits to be merged', async () => {
     const e = endpoint();
-    const c = new BulkCoalescer(e.send, 4_000, 2);
+    const c = new RequestCoalescer<BulkAnswer>(e.send, 4_000, 2);
     void c.send(ctx(), events('a1'), 2);
     void c.send(ctx(), events('b1'), 2);
     void c.send(ctx(), events('c1'), 2);
@@ -83,7 +83,7 @@ describe('BulkCoalescer: the bulk writes of every partition, merged while one is
 
   it('sends a full load without waiting, and never more than maxItems in one request', async () => {
     const e = endpoint();
-    const c = new BulkCoalescer(e.send, 3, 1);
+    const c = new RequestCoalescer<BulkAnswer>(e.send, 3, 1);
     void c.send(ctx(), events('a1'), 2);
     void c.send(ctx(), events('b1', 'b2'), 2);
     expect(e.requests, '2 items queued: below maxItems, they wait').toHaveLength(1);
@@ -95,7 +95,7 @@ describe('BulkCoalescer: the bulk writes of every partition, merged while one is
 
   it('a request that fails whole fails for each of its callers alike', async () => {
     const e = endpoint();
-    const c = new BulkCoalescer(e.send, 4_000, 1);
+    const c = new RequestCoalescer<BulkAnswer>(e.send, 4_000, 1);
     const a = c.send(ctx(), events('a1'), 2);
     const b = c.send(ctx(), events('b1'), 2);
     const d = c.send(ctx(), events('d1'), 2);
@@ -110,7 +110,7 @@ describe('BulkCoalescer: the bulk writes of every partition, merged while one is
 
   it('merges only batches of the same shape (deletes are one line an item)', async () => {
     const e = endpoint();
-    const c = new BulkCoalescer(e.send, 4_000, 1);
+    const c = new RequestCoalescer<BulkAnswer>(e.send, 4_000, 1);
     void c.send(ctx(), events('a1'), 2);
     void c.send(ctx(), [{ delete: { _index: 'p', _id: 'c-1' } }], 1);
     void c.send(ctx(), events('b1'), 2);
@@ -125,7 +125,7 @@ describe('BulkCoalescer: the bulk writes of every partition, merged while one is
 
   it('an aborted caller is rejected at once, queued or in flight; the request out is not cancelled', async () => {
     const e = endpoint();
-    const c = new BulkCoalescer(e.send, 4_000, 1);
+    const c = new RequestCoalescer<BulkAnswer>(e.send, 4_000, 1);
     const outCaller = new AbortController();
     const queuedCaller = new AbortController();
     const a = c.send(ctx(outCaller.signal), events('a1'), 2);
@@ -146,7 +146,7 @@ describe('BulkCoalescer: the bulk writes of every partition, merged while one is
 
   it('a shared request is cancelled only when every caller in it gave up', async () => {
     const e = endpoint();
-    const c = new BulkCoalescer(e.send, 4_000, 1);
+    const c = new RequestCoalescer<BulkAnswer>(e.send, 4_000, 1);
     void c.send(ctx(), events('a1'), 2);
     const one = new AbortController();
     const two = new AbortController();

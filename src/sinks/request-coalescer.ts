@@ -1,29 +1,33 @@
-import type { BulkAnswer } from './elasticsearch-bulk.js';
 import type { Attempt, RequestContext } from './elasticsearch-request.js';
 
-/** Sends one `_bulk` request: BulkRequests.send. */
-export type SendBulk = (
+/**
+ * Sends one request of items and answers item by item, in order: BulkRequests.send (`_bulk`,
+ * `linesPerItem` lines an item, an answer an item) or an `mget` (an id an item, a document an item).
+ */
+export type SendItems<A> = (
   context: RequestContext,
   operations: unknown[],
   linesPerItem: number,
-) => Promise<Attempt<BulkAnswer[]>>;
+) => Promise<Attempt<A[]>>;
 
-interface Job {
+interface Job<A> {
   readonly context: RequestContext;
   readonly operations: unknown[];
   readonly linesPerItem: number;
   readonly items: number;
   /** The request it went out in: cancelled once every caller in it has given up. */
   round?: { readonly controller: AbortController; remaining: number };
-  settle?: (r: { ok: true; value: Attempt<BulkAnswer[]> } | { ok: false; error: unknown }) => void;
+  settle?: (r: { ok: true; value: Attempt<A[]> } | { ok: false; error: unknown }) => void;
 }
 
 /**
- * The bulk writes of every partition, merged while one is in flight. Each partition has one
- * batch in flight, so without this Elasticsearch gets as many small requests at once as there
- * are partitions — and a node spends per request (routing, the translog sync, queueing on its
- * write threads) what it would rather spend per document: 500 × 8 took 165 ms each inside a
- * 2-core node where 500 × 2 took 17 ms. Here a batch goes out at once while fewer than
+ * The requests of every partition of one kind (the `_bulk` writes; the profiles' `mget`
+ * reads), merged while some are in flight. Each partition has one batch in flight, so
+ * without this Elasticsearch gets as many small requests at once as there are partitions —
+ * and a node spends per request (routing, the translog sync, queueing on its write threads)
+ * what it would rather spend per document: 500 × 8 took 165 ms each inside a 2-core node
+ * where 500 × 2 took 17 ms; and the worker spends per request (the client, HTTP, a socket
+ * write that wakes the node) what it would rather spend per document. Here a batch goes out at once while fewer than
  * `lanes` requests are out; one that arrives when they are all out waits for one of them and
  * goes out with every other batch that arrived meanwhile, as one request (up to `maxItems`
  * items: a full load goes out without waiting). The answer is split back by item, so each caller's per-item retry and
@@ -34,23 +38,23 @@ interface Job {
  * when every caller in it has aborted (it carries the others' items), else its answer for
  * that caller is dropped.
  */
-export class BulkCoalescer {
-  private readonly queue: Job[] = [];
+export class RequestCoalescer<A> {
+  private readonly queue: Job<A>[] = [];
   private inFlight = 0;
   private queuedItems = 0;
 
   constructor(
-    private readonly sendBulk: SendBulk,
+    private readonly sendItems: SendItems<A>,
     private readonly maxItems: number,
     /** Requests out at once before a batch waits to be merged. */
     private readonly lanes: number,
   ) {}
 
-  send(context: RequestContext, operations: unknown[], linesPerItem: number): Promise<Attempt<BulkAnswer[]>> {
+  send(context: RequestContext, operations: unknown[], linesPerItem: number): Promise<Attempt<A[]>> {
     const { signal } = context;
     if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise((resolve, reject) => {
-      const job: Job = { context, operations, linesPerItem, items: operations.length / linesPerItem };
+      const job: Job<A> = { context, operations, linesPerItem, items: operations.length / linesPerItem };
       const onAbort = () => {
         const i = this.queue.indexOf(job);
         if (i >= 0) {
@@ -80,9 +84,9 @@ export class BulkCoalescer {
   }
 
   /** The oldest batch and those queued after it of its shape, up to maxItems (at least one). */
-  private takeRound(): Job[] {
+  private takeRound(): Job<A>[] {
     const shape = this.queue[0]!.linesPerItem;
-    const round: Job[] = [];
+    const round: Job<A>[] = [];
     let items = 0;
     for (let i = 0; i < this.queue.length; ) {
       const job = this.queue[i]!;
@@ -98,7 +102,7 @@ export class BulkCoalescer {
     return round;
   }
 
-  private dispatch(round: Job[]): void {
+  private dispatch(round: Job<A>[]): void {
     this.inFlight++;
     const first = round[0]!;
     const operations = round.length === 1 ? first.operations : round.flatMap((j) => j.operations);
@@ -108,12 +112,12 @@ export class BulkCoalescer {
     const shared = { controller, remaining: round.length };
     for (const job of round) job.round = shared;
     const context: RequestContext = { ...first.context, signal: controller.signal };
-    this.sendBulk(context, operations, first.linesPerItem)
+    this.sendItems(context, operations, first.linesPerItem)
       .then(
         (attempt) => {
           let at = 0;
           for (const job of round) {
-            const value: Attempt<BulkAnswer[]> = attempt.done
+            const value: Attempt<A[]> = attempt.done
               ? { done: true, value: attempt.value.slice(at, at + job.items) }
               : attempt;
             at += job.items;
