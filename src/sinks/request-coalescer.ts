@@ -27,11 +27,12 @@ interface Job<A> {
  * and a node spends per request (routing, the translog sync, queueing on its write threads)
  * what it would rather spend per document: 500 × 8 took 165 ms each inside a 2-core node
  * where 500 × 2 took 17 ms; and the worker spends per request (the client, HTTP, a socket
- * write that wakes the node) what it would rather spend per document. Here a batch goes out at once while fewer than
- * `lanes` requests are out; one that arrives when they are all out waits for one of them and
- * goes out with every other batch that arrived meanwhile, as one request (up to `maxItems`
- * items: a full load goes out without waiting). The answer is split back by item, so each caller's per-item retry and
- * classification are untouched; a request that fails whole fails for each caller alike.
+ * write that wakes the node) what it would rather spend per document. Here a batch goes out
+ * at once while fewer than `lanes` requests are out; one that arrives when they are all out
+ * waits for one of them and goes out with every other batch that arrived meanwhile, as one
+ * request (up to `maxItems` items: a full load goes out without waiting). The answer is
+ * split back by item, so each caller's per-item retry and classification are untouched; a
+ * request that fails whole fails for each caller alike.
  *
  * Only batches of the same shape (`linesPerItem`) are merged. A caller whose signal aborts
  * gets its rejection at once, queued or in flight; a request already out is cancelled only
