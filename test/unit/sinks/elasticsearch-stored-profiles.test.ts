@@ -64,14 +64,14 @@ const updateOf = (clientId: string) =>
     },
   ]);
 const flush = () => new Promise((r) => setImmediate(r));
+/** Reads of this client, one mget out at once: the next callers' reads wait and share one. */
+const oneReadAtOnce = (client: Client) =>
+  new StoredProfiles(client, 'profiles', undefined, context, { maxItems: 4_000, lanes: 1 });
 
 describe('StoredProfiles: the reads of every partition share mgets', () => {
   it('merges the reads that arrive while one is out into the next mget and gives each caller its own documents', async () => {
     const e = mgetEndpoint();
-    const profiles = new StoredProfiles(e.client, 'profiles', undefined, context, {
-      maxItems: 4_000,
-      lanes: 1,
-    });
+    const profiles = oneReadAtOnce(e.client);
     const a = profiles.current([updateOf('a1')]);
     const b = profiles.current([updateOf('b1'), updateOf('b2')]);
     const c = profiles.current([updateOf('c1')]);
@@ -96,10 +96,7 @@ describe('StoredProfiles: the reads of every partition share mgets', () => {
 
   it("a document error in a shared mget fails only the read of the caller it belongs to (the destination's, retried)", async () => {
     const e = mgetEndpoint();
-    const profiles = new StoredProfiles(e.client, 'profiles', undefined, context, {
-      maxItems: 4_000,
-      lanes: 1,
-    });
+    const profiles = oneReadAtOnce(e.client);
     const first = profiles.current([updateOf('first')]);
     const ok = profiles.current([updateOf('ok-1')]);
     const broken = profiles.current([updateOf('broken-1'), updateOf('ok-2')]);
