@@ -1,5 +1,6 @@
 import { Kafka, type KafkaConfig, logLevel, type SASLOptions } from 'kafkajs';
 import type { KafkaSecurity } from '../config/security.js';
+import { supportAllCompressionCodecs } from './kafka-compression.js';
 import { StartupCheckError } from './startup-check-error.js';
 import { tlsProblem } from './tls-problem.js';
 
@@ -40,8 +41,12 @@ export function kafkaClientConfig(
 export const heartbeatIntervalFor = (sessionTimeoutMs: number): number =>
   Math.min(3_000, Math.floor(sessionTimeoutMs / 3));
 
-/** The kafkajs client every part of rxingest uses (worker, produce, demo, tools). */
+/**
+ * The kafkajs client every part of rxingest uses (worker, produce, demo, tools), able to read
+ * batches compressed with any of Kafka's codecs.
+ */
 export function createKafka(conn: KafkaConnection, options: Omit<KafkaConfig, 'brokers' | 'ssl' | 'sasl'>) {
+  supportAllCompressionCodecs();
   return new Kafka(kafkaClientConfig(conn, options));
 }
 

@@ -27,10 +27,16 @@ const cache =
     ? '/var/cache/rxingest'
     : join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'rxingest'));
 
-export async function startPrivateKafka(): Promise<PrivateKafka> {
+/** The Kafka jars the local stack fetched (broker, Java client and its codecs). */
+export function kafkaLibs(who = 'private Kafka'): string {
   const libs = join(cache, `kafka-${version}`, 'libs');
   if (!existsSync(join(libs, '.complete')))
-    throw new Error(`private Kafka: ${libs} is missing; run \`npm run stack:up\` once`);
+    throw new Error(`${who}: ${libs} is missing; run \`npm run stack:up\` once`);
+  return libs;
+}
+
+export async function startPrivateKafka(): Promise<PrivateKafka> {
+  const libs = kafkaLibs();
   const port = await freePort(9192);
   const controller = await freePort(port + 1);
   const dir = mkdtempSync(join(tmpdir(), 'rxingest-kafka-'));
