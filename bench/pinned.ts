@@ -18,7 +18,7 @@ import { planWorkload } from '../src/generator/workload.js';
 import { type AllocationRun, allocationTables, summarizeAllocationFile } from './lib/allocations.js';
 import { createIndices, deleteIndices } from './lib/ceiling.js';
 import { documentOf } from './lib/documents.js';
-import { drainRate } from './lib/drain.js';
+import { drainRate, drainWindow } from './lib/drain.js';
 import { type Pinning, pinElasticsearchApart, pinningUnavailable } from './lib/pinning.js';
 import { barChart } from './lib/plot.js';
 import { encodeBodies, loadRaw, type RawDoc } from './lib/raw-bulk.js';
@@ -268,19 +268,13 @@ async function drainWithWorker(
   }
   await deleteIndices([ctx.res.name(`${tag}-events`), ctx.res.name(`${tag}-profiles`)]);
   const { rate, ms } = drainRate(worker, n);
-  const first = worker.samples.find((s) => s.inFlight > 0 || s.done > 0);
-  const endT = worker.timeOfDone(n) ?? worker.last?.t ?? 0;
-  const last = worker.samples.find((s) => s.t >= endT) ?? worker.last;
-  const used = (k: string) => (last?.cpu[k] ?? Number.NaN) - (first?.cpu[k] ?? Number.NaN);
-  const done = (last?.done ?? 0) - (first?.done ?? 0);
-  const perDoc = (k: string) => (used(k) * 1e6) / Math.max(1, done);
-  const span = ((last?.t ?? 0) - (first?.t ?? 0)) / 1000;
+  const { first, last, endT, used, perDoc, threadBusy } = drainWindow(worker, n);
   const run: WorkerRun = {
     rate,
     drained,
     cpuUsPerDoc: perDoc('worker'),
     othersUsPerDoc: { Kafka: perDoc('kafka'), Redis: perDoc('redis'), bench: perDoc('bench (this process)') },
-    threadBusy: ((last?.loopBusySeconds ?? Number.NaN) - (first?.loopBusySeconds ?? Number.NaN)) / span,
+    threadBusy,
     esCores: used('elasticsearch') / (ms / 1000),
     coreBusy: busyBetween(first?.coreBusy ?? [], last?.coreBusy ?? [], (last?.t ?? 0) - (first?.t ?? 0)),
     peakRssMb: worker.peakRssMb(),

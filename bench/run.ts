@@ -3,7 +3,7 @@
  *
  *   npm run bench                       the full suite (≤ 15 min on a 2-core machine)
  *   npm run bench -- --quick            short durations: a smoke run (≤ 2 min)
- *   npm run bench -- --only graph,kata  a subset: graph, kata, e2e, sweep, burst, hot, pinned, concurrency, commits, hotpath
+ *   npm run bench -- --only graph,kata  a subset: graph, kata, e2e, sweep, burst, hot, pinned, concurrency, commits, hotpath, compression
  *   npm run bench -- --only scaleout    1, 2, 3 workers on a 3-broker cluster (not in the full suite:
  *                                       it starts three more JVMs and takes ~4 min)
  *   npm run bench -- --no-build         run the worker from src through tsx instead of building dist/
@@ -18,6 +18,7 @@ import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { commitsBenchmark } from './commits.js';
+import { compressionBenchmark } from './compression.js';
 import { concurrencyBenchmark } from './concurrency.js';
 import { endToEndBenchmarks } from './e2e.js';
 import { graphBenchmark } from './graph.js';
@@ -40,15 +41,17 @@ const ALL = [
   'concurrency',
   'commits',
   'hotpath',
+  'compression',
   'scaleout',
 ] as const;
 /** What `npm run bench` runs without --only (scale-out starts a 3-broker cluster and takes minutes of its own). */
 const DEFAULT = ALL.filter((b) => b !== 'scaleout');
 
-const USAGE = `usage: npm run bench [-- --quick] [--only graph,kata,e2e,sweep,burst,hot,pinned,concurrency,commits,hotpath,scaleout] [--no-build]
+const USAGE = `usage: npm run bench [-- --quick] [--only graph,kata,e2e,sweep,burst,hot,pinned,concurrency,commits,hotpath,compression,scaleout] [--no-build]
   --quick     short durations (a smoke run, about 2 minutes)
   --only      a subset; sweep and burst run e2e first (they need its rate);
               pinned pins Elasticsearch to CPU 0 and the load to CPU 1 (taskset);
+              compression drains the same events sent by kcat in each codec's batches;
               scaleout (1-3 workers on a 3-broker cluster, ~4 min) runs only when named
   --no-build  run the worker through tsx instead of building dist/
 BENCH_WORKER_NODE_FLAGS='--max-semi-space-size=16' adds node flags to every worker, after npm start's.
@@ -146,7 +149,7 @@ async function main(): Promise<void> {
     show(s);
   }
   let workerEntry: string[] | undefined;
-  if (['e2e', 'sweep', 'burst', 'pinned', 'scaleout'].some((b) => only.has(b)))
+  if (['e2e', 'sweep', 'burst', 'pinned', 'compression', 'scaleout'].some((b) => only.has(b)))
     workerEntry = await buildWorker(build, log);
   if (only.has('e2e') || only.has('sweep') || only.has('burst')) {
     log('\n[3-5/8] end to end on the local stack …');
@@ -195,6 +198,13 @@ async function main(): Promise<void> {
   if (only.has('hotpath')) {
     log('\n[hotpath] per-record hot paths against what they replaced …');
     const s = await hotPathBenchmark({ quick, log });
+    sections.push(s);
+    show(s);
+  }
+
+  if (only.has('compression')) {
+    log('\n[compression] the worker draining input batches of each codec …');
+    const s = await compressionBenchmark({ quick, resultsDir, log, workerEntry });
     sections.push(s);
     show(s);
   }

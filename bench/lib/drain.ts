@@ -15,3 +15,26 @@ export function drainRate(w: BenchWorker, upTo: number): { rate: number; ms: num
   const doneAtEnd = Math.min(upTo, w.last?.done ?? 0);
   return { rate: (doneAtEnd * 1000) / (lastT - start), ms: lastT - start };
 }
+
+/**
+ * A drain's window, from the first sample that shows the worker at work to the first at or
+ * after its last record was done: CPU seconds of a process over it, and per document.
+ */
+export function drainWindow(w: BenchWorker, upTo: number) {
+  const first = w.samples.find((s) => s.inFlight > 0 || s.done > 0);
+  const endT = w.timeOfDone(upTo) ?? w.last?.t ?? 0;
+  const last = w.samples.find((s) => s.t >= endT) ?? w.last;
+  const used = (process: string) => (last?.cpu[process] ?? Number.NaN) - (first?.cpu[process] ?? Number.NaN);
+  const done = (last?.done ?? 0) - (first?.done ?? 0);
+  const seconds = ((last?.t ?? 0) - (first?.t ?? 0)) / 1000;
+  return {
+    first,
+    last,
+    endT,
+    used,
+    /** CPU µs per document of a process (`worker`, `kafka`, `elasticsearch`, …). */
+    perDoc: (process: string) => (used(process) * 1e6) / Math.max(1, done),
+    /** Share of the window the worker's main thread was busy (event-loop utilisation). */
+    threadBusy: ((last?.loopBusySeconds ?? Number.NaN) - (first?.loopBusySeconds ?? Number.NaN)) / seconds,
+  };
+}

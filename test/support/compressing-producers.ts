@@ -32,7 +32,7 @@ async function withInput(cmd: string, args: string[], input: string): Promise<vo
 export function produceWithKcat(
   topic: string,
   records: readonly WorkloadRecord[],
-  codec: Codec,
+  codec: Codec | 'none',
   brokers = stackEnv.kafkaBrokers,
 ): Promise<void> {
   return withInput(
