@@ -1,7 +1,4 @@
-import { decompress as zstdDecompress } from 'fzstd';
 import kafkajs from 'kafkajs';
-import { compressFrame as lz4Compress, decompressFrame as lz4Decompress } from 'lz4-napi';
-import { compress as snappyCompress, uncompress as snappyUncompress } from 'snappy';
 
 /**
  * kafkajs reads only gzip by itself: a record batch compressed with snappy, lz4 or zstd (what
@@ -15,6 +12,26 @@ export interface KafkaCodec {
 }
 
 /**
+ * A codec's module, loaded by the first batch that needs it: the three cost a worker about
+ * 8 MB of RSS (measured), which a deployment whose producers do not compress should not pay.
+ * A module that cannot load here (a platform without a prebuilt binary) fails only the batches
+ * of its codec, and says which module and why.
+ */
+export function onFirstUse<M>(codec: string, module: string, load: () => Promise<M>): () => Promise<M> {
+  let loaded: Promise<M> | undefined;
+  return () =>
+    (loaded ??= load().catch((err: unknown) => {
+      throw new Error(
+        `${codec}: the module "${module}" did not load on ${process.platform}-${process.arch}: ${(err as Error).message}`,
+      );
+    }));
+}
+
+const snappyModule = onFirstUse('snappy', 'snappy', () => import('snappy'));
+const lz4Module = onFirstUse('lz4', 'lz4-napi', () => import('lz4-napi'));
+const zstdModule = onFirstUse('zstd', 'fzstd', () => import('fzstd'));
+
+/**
  * snappy-java's stream framing, which the Java client writes: an 8-byte magic, two 4-byte
  * versions, then chunks of a 4-byte big-endian length and that many bytes of raw snappy.
  * librdkafka and kafkajs's community codec write raw snappy instead; both are read.
@@ -23,7 +40,7 @@ const XERIAL_MAGIC = Buffer.from([0x82, 0x53, 0x4e, 0x41, 0x50, 0x50, 0x59, 0x00
 const XERIAL_HEADER_BYTES = 16;
 
 async function snappyUncompressBuffer(bytes: Buffer): Promise<Buffer> {
-  return (await snappyUncompress(bytes, { asBuffer: true })) as Buffer;
+  return (await (await snappyModule()).uncompress(bytes, { asBuffer: true })) as Buffer;
 }
 
 export async function snappyDecompress(buffer: Buffer): Promise<Buffer> {
@@ -48,14 +65,14 @@ const asBuffer = (u: Uint8Array) => Buffer.from(u.buffer, u.byteOffset, u.byteLe
 
 export const snappyCodec: KafkaCodec = {
   // Raw snappy, as librdkafka writes it: every client reads it, snappy-java included.
-  compress: async (encoder) => snappyCompress(encoder.buffer),
+  compress: async (encoder) => (await snappyModule()).compress(encoder.buffer),
   decompress: snappyDecompress,
 };
 
 /** The LZ4 frame format (Kafka's since message format 1); native, off the event loop. */
 export const lz4Codec: KafkaCodec = {
-  compress: async (encoder) => lz4Compress(encoder.buffer),
-  decompress: async (buffer) => lz4Decompress(buffer),
+  compress: async (encoder) => (await lz4Module()).compressFrame(encoder.buffer),
+  decompress: async (buffer) => (await lz4Module()).decompressFrame(buffer),
 };
 
 /**
@@ -66,7 +83,7 @@ export const zstdCodec: KafkaCodec = {
   compress: async () => {
     throw new Error('zstd: rxingest reads zstd-compressed batches but does not write them; use lz4 or gzip');
   },
-  decompress: async (buffer) => asBuffer(zstdDecompress(buffer)),
+  decompress: async (buffer) => asBuffer((await zstdModule()).decompress(buffer)),
 };
 
 /**

@@ -1,8 +1,11 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import kafkajs from 'kafkajs';
 import { compressSync as snappyCompressSync } from 'snappy';
 import { describe, expect, it } from 'vitest';
 import {
   lz4Codec,
+  onFirstUse,
   snappyCodec,
   snappyDecompress,
   supportAllCompressionCodecs,
@@ -74,5 +77,40 @@ describe('the compression codecs kafkajs lacks', () => {
     expect(CompressionCodecs[CompressionTypes.Snappy]()).toBe(snappyCodec);
     expect(CompressionCodecs[CompressionTypes.LZ4]()).toBe(lz4Codec);
     expect(CompressionCodecs[CompressionTypes.ZSTD]()).toBe(zstdCodec);
+  });
+
+  it("loads a codec's module only when a batch of that codec comes (about 8 MB of RSS otherwise)", async () => {
+    // A fresh process: which of the three modules are in node's module cache, after the codecs
+    // are registered and after one lz4 batch.
+    const script = `
+      import { createRequire } from 'node:module';
+      const { supportAllCompressionCodecs, lz4Codec } = await import(${JSON.stringify(new URL('../../../src/clients/kafka-compression.ts', import.meta.url).pathname)});
+      const cache = createRequire(import.meta.url).cache;
+      const loaded = () => [...new Set(Object.keys(cache).flatMap((k) => /node_modules\\/(snappy|lz4-napi|fzstd)\\//.exec(k)?.[1] ?? []))];
+      supportAllCompressionCodecs();
+      const before = loaded();
+      await lz4Codec.decompress(await lz4Codec.compress({ buffer: Buffer.from('x') }));
+      console.log(JSON.stringify({ before, after: loaded() }));
+    `;
+    const { stdout } = await promisify(execFile)(process.execPath, [
+      '--import',
+      'tsx',
+      '--input-type=module',
+      '-e',
+      script,
+    ]);
+    expect(JSON.parse(stdout)).toEqual({ before: [], after: ['lz4-napi'] });
+  });
+
+  it("a module that cannot load fails its codec's batches with one line naming codec, module and platform, every time", async () => {
+    let attempts = 0;
+    const load = onFirstUse('lz4', 'lz4-napi', async () => {
+      attempts++;
+      throw new Error('Cannot find native binding');
+    });
+    const line = `lz4: the module "lz4-napi" did not load on ${process.platform}-${process.arch}: Cannot find native binding`;
+    await expect(load()).rejects.toThrow(line);
+    await expect(load()).rejects.toThrow(line);
+    expect(attempts).toBe(1);
   });
 });
