@@ -14,6 +14,8 @@ export default defineConfig({
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
           globalSetup: ['test/support/global-setup.ts'],
+          // The workers and tools these start run as shipped, not with kafkajs's test retries.
+          setupFiles: ['test/support/as-shipped-env.ts'],
           // One real stack on a 2-core machine: integration files run one at a time.
           fileParallelism: false,
           testTimeout: 180_000,
@@ -36,6 +38,7 @@ export default defineConfig({
           name: 'faults',
           include: ['test/faults/**/*.test.ts'],
           globalSetup: ['test/support/global-setup.ts'],
+          setupFiles: ['test/support/as-shipped-env.ts'],
           fileParallelism: false,
           testTimeout: 20 * 60_000,
           hookTimeout: 600_000,
