@@ -54,6 +54,17 @@ export interface CircuitBreakerSettings {
   readonly openMaxMs: number;
   /** Requests let through while half-open; all must succeed to close. */
   readonly probes: number;
+  /**
+   * Requests waiting with no answer from the destination for this long start a liveness
+   * check (0: off). Short, because a slow destination still answers the check and costs
+   * only that one cheap request, while a frozen one must be found within seconds.
+   */
+  readonly silenceMs: number;
+  /**
+   * A liveness check unanswered this long means the destination answers nothing: the
+   * breaker opens. Longer than a slow destination's worst answer to a trivial request.
+   */
+  readonly livenessTimeoutMs: number;
 }
 
 export interface ControlSettings {
@@ -170,6 +181,8 @@ export const controlSchema = {
   BREAKER_OPEN_MS: [int(100, 3_600_000), '5000'],
   BREAKER_OPEN_MAX_MS: [int(100, 3_600_000), '60000'],
   BREAKER_PROBES: [int(1, 1_000), '3'],
+  BREAKER_SILENCE_MS: [int(0, 3_600_000), '1000'],
+  BREAKER_LIVENESS_TIMEOUT_MS: [int(100, 600_000), '2500'],
   HEAP_PAUSE_RATIO: [
     decimal('a share of the heap limit above 0 and at most 1 (e.g. 0.7)', (n) => n > 0 && n <= 1),
     '0.7',
@@ -268,6 +281,8 @@ export function controlSettings(r: ControlRaw): ControlSettings {
       openMs: r.BREAKER_OPEN_MS,
       openMaxMs: r.BREAKER_OPEN_MAX_MS,
       probes: r.BREAKER_PROBES,
+      silenceMs: r.BREAKER_SILENCE_MS,
+      livenessTimeoutMs: r.BREAKER_LIVENESS_TIMEOUT_MS,
     },
     shedding: {
       priorities: new Map(r.TOPIC_PRIORITIES),

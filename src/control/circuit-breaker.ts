@@ -1,5 +1,6 @@
 import type { CircuitBreakerSettings } from '../config/control-settings.js';
 import { abortReason, type Clock, systemClock, type TimerHandle } from './clock.js';
+import { type AnswersAtAll, SilenceWatch } from './silence-watch.js';
 import { type Waiter, waitInLine } from './waiting-line.js';
 
 export type BreakerState = 'closed' | 'open' | 'half-open';
@@ -19,6 +20,8 @@ export const DEFAULT_CIRCUIT_BREAKER: CircuitBreakerSettings = {
   openMs: 5_000,
   openMaxMs: 60_000,
   probes: 3,
+  silenceMs: 1_000,
+  livenessTimeoutMs: 2_500,
 };
 
 export interface BreakerChange {
@@ -26,10 +29,12 @@ export interface BreakerChange {
   readonly to: BreakerState;
   /** One human sentence: why (for the one log line per change). */
   readonly reason: string;
-  /** When it goes half-open next (ms on the clock), while open. */
+  /** When it goes half-open next (ms on the clock), while open for failures. */
   readonly retryAt?: number;
-  /** How long it stays open this time (ms), while open. */
+  /** How long it stays open this time (ms), while open for failures. */
   readonly openForMs?: number;
+  /** Open because the destination answers nothing: half-open as soon as it answers again. */
+  readonly untilAnswering?: true;
 }
 
 /** One admitted request. Call exactly one of these once; later calls are ignored. */
@@ -46,6 +51,12 @@ export interface CircuitBreakerHooks {
   readonly clock?: Clock;
   /** Called once per state change, after the change. */
   readonly onStateChange?: (change: BreakerChange) => void;
+  /**
+   * The destination's liveness check: with it (and `silenceMs` > 0) a destination that
+   * answers nothing opens the breaker within `silenceMs + livenessTimeoutMs`, and the
+   * breaker probes again as soon as it answers (see SilenceWatch).
+   */
+  readonly answersAtAll?: AnswersAtAll;
 }
 
 /** Thrown to waiting callers by dispose(). */
@@ -62,6 +73,11 @@ const BUCKETS = 10;
  * successes from before it froze would keep the window's rate low for the whole window); open → half-open after
  * `openMs` (doubling, up to `openMaxMs`, while probes keep failing); half-open lets
  * `probes` requests through and closes when they all succeed, opens again on a failure.
+ *
+ * A destination that answers nothing at all (a frozen process) is told from a slow one by
+ * the silence watch: requests waiting, no answer for `silenceMs`, and no answer to a cheap
+ * liveness check either open it at once, whatever the volume; it then goes half-open as
+ * soon as the destination answers again rather than after a back-off it did not earn.
  *
  * Requests that arrive while it is open, or beyond the probes while half-open, wait in
  * `admit()` (FIFO, abortable) instead of failing: the caller's records stay in flight and
@@ -86,6 +102,7 @@ export class CircuitBreaker {
   private probeSuccesses = 0;
   private readonly waiters: Waiter<BreakerTicket>[] = [];
   private readonly slowTimers = new Set<TimerHandle>();
+  private readonly silence: SilenceWatch | undefined;
   private disposed = false;
 
   constructor(
@@ -97,6 +114,19 @@ export class CircuitBreaker {
     this.onStateChange = hooks.onStateChange;
     this.bucketMs = settings.windowMs / BUCKETS;
     this.openFor = settings.openMs;
+    if (hooks.answersAtAll && settings.silenceMs > 0)
+      this.silence = new SilenceWatch(settings, {
+        clock: this.clock,
+        answersAtAll: hooks.answersAtAll,
+        onSilent: (silentForMs) => {
+          if (this.current === 'open') return;
+          this.open(
+            `no answer for ${(silentForMs / 1000).toFixed(1)} s and none to a liveness check ` +
+              `within ${(settings.livenessTimeoutMs / 1000).toFixed(1)} s`,
+            'until-answering',
+          );
+        },
+      });
   }
 
   get state(): BreakerState {
@@ -140,6 +170,7 @@ export class CircuitBreaker {
     this.disposed = true;
     if (this.openTimer !== undefined) this.clock.clearTimeout(this.openTimer);
     this.openTimer = undefined;
+    this.silence?.stop();
     for (const t of this.slowTimers) this.clock.clearTimeout(t);
     this.slowTimers.clear();
     for (const w of this.waiters.splice(0)) {
@@ -160,7 +191,9 @@ export class CircuitBreaker {
   private ticket(generation: number, probe: boolean): BreakerTicket {
     let settled = false;
     let slow: TimerHandle | undefined;
-    const settle = (outcome: 'success' | 'failure' | 'cancel') => {
+    const ended = this.silence?.sent();
+    const settle = (outcome: 'success' | 'failure' | 'cancel', answered = true) => {
+      if (answered) ended?.(outcome !== 'cancel');
       if (settled) return;
       settled = true;
       if (slow !== undefined) {
@@ -182,7 +215,7 @@ export class CircuitBreaker {
       slow = this.clock.setTimeout(() => {
         this.slowTimers.delete(slow!);
         slow = undefined;
-        settle('failure');
+        settle('failure', false);
       }, this.settings.slowCallMs);
       this.slowTimers.add(slow);
     }
@@ -234,16 +267,26 @@ export class CircuitBreaker {
     }
   }
 
-  private open(reason: string): void {
+  private open(reason: string, until: 'timer' | 'until-answering' = 'timer'): void {
+    if (until === 'until-answering') {
+      this.retryAt = undefined;
+      this.transition('open', reason);
+      this.silence?.untilAnswering(() => this.halfOpen('the destination answers again; probing'));
+      return;
+    }
     this.retryAt = this.clock.now() + this.openFor;
     this.openTimer = this.clock.setTimeout(() => {
       this.openTimer = undefined;
-      this.retryAt = undefined;
-      this.probesAdmitted = 0;
-      this.probeSuccesses = 0;
-      this.transition('half-open', `open for ${Math.round(this.openFor / 1000)} s; probing`);
+      this.halfOpen(`open for ${Math.round(this.openFor / 1000)} s; probing`);
     }, this.openFor);
     this.transition('open', reason);
+  }
+
+  private halfOpen(reason: string): void {
+    this.retryAt = undefined;
+    this.probesAdmitted = 0;
+    this.probeSuccesses = 0;
+    this.transition('half-open', reason);
   }
 
   private transition(to: BreakerState, reason: string): void {
@@ -251,10 +294,13 @@ export class CircuitBreaker {
     this.failuresInARow = 0;
     this.current = to;
     this.generation++;
+    this.silence?.forget();
     const change: BreakerChange =
-      to === 'open' && this.retryAt !== undefined
-        ? { from, to, reason, retryAt: this.retryAt, openForMs: this.openFor }
-        : { from, to, reason };
+      to !== 'open'
+        ? { from, to, reason }
+        : this.retryAt !== undefined
+          ? { from, to, reason, retryAt: this.retryAt, openForMs: this.openFor }
+          : { from, to, reason, untilAnswering: true };
     this.onStateChange?.(change);
     this.serveWaiters();
   }
@@ -299,6 +345,10 @@ function checkSettings(s: CircuitBreakerSettings): void {
     throw new RangeError(
       `openMs and openMaxMs must be > 0 with openMs <= openMaxMs, got ${s.openMs}, ${s.openMaxMs}`,
     );
+  if (!(Number.isFinite(s.silenceMs) && s.silenceMs >= 0))
+    throw new RangeError(`silenceMs must be >= 0, got ${s.silenceMs}`);
+  if (!positive(s.livenessTimeoutMs))
+    throw new RangeError(`livenessTimeoutMs must be > 0, got ${s.livenessTimeoutMs}`);
   if (!Number.isInteger(s.probes) || s.probes < 1)
     throw new RangeError(`probes must be a whole number >= 1, got ${s.probes}`);
 }

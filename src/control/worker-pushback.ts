@@ -14,6 +14,7 @@ import { ProducerLimitPublisher } from './producer-limits.js';
 import { AdmissionGate, BreakerCallGate } from './request-gate.js';
 import { ensureControlTopic, type ShedDecision, ShedDecisionSubscriber } from './shed-channel.js';
 import { type ShedChange, ShedController } from './shed-controller.js';
+import type { AnswersAtAll } from './silence-watch.js';
 
 /** The longest the Redis breaker stays open between probes (ms), unless BREAKER_OPEN_MS is longer. */
 const REDIS_OPEN_MAX_MS = 10_000;
@@ -65,6 +66,8 @@ export interface WorkerPushbackOptions {
   readonly redis?: Redis;
   /** Records taken in and not finished yet, over every partition (the memory hold waits for them). */
   readonly inFlight: () => number;
+  /** Elasticsearch's liveness check: lets the breaker tell a frozen cluster from a slow one. */
+  readonly answersAtAll?: AnswersAtAll;
   /** KAFKA_SESSION_TIMEOUT_MS, for the control topic's consumer too (see ShedSubscriberOptions). */
   readonly sessionTimeoutMs?: number;
   readonly hooks?: PushbackHooks;
@@ -107,6 +110,7 @@ export class WorkerPushback {
       hooks.onShedChange?.(change),
     );
     this.breaker = new CircuitBreaker(s.breaker, {
+      ...(o.answersAtAll ? { answersAtAll: o.answersAtAll } : {}),
       onStateChange: (change) => {
         hooks.onBreakerChange?.(change);
         this.shedding.setBreaker(change.to);

@@ -23,13 +23,15 @@ export function pushbackReactions({ metrics, log, holds }: PushbackReactionsDeps
   return {
     onConcurrencyLimit: (limit) => metrics.setEsConcurrencyLimit(limit),
 
-    onBreakerChange: ({ from, to, reason, openForMs }) => {
+    onBreakerChange: ({ from, to, reason, openForMs, untilAnswering }) => {
       metrics.setBreakerState('elasticsearch', to);
       holds.setBreakerOpen(to === 'open');
       const fields = { target: 'elasticsearch', from, to, reason };
       if (to === 'open')
         log.warn(
-          { ...fields, probeInMs: openForMs },
+          untilAnswering
+            ? { ...fields, probe: 'when Elasticsearch answers again' }
+            : { ...fields, probeInMs: openForMs },
           `Elasticsearch circuit breaker open (${reason}): intake paused on every partition; requests wait, none is sent`,
         );
       else if (to === 'half-open')

@@ -17,6 +17,7 @@ import { type Enrich, identityEnrich } from '../operators/enrich-in-order.js';
 import { createRetryPolicy } from '../retry/retry-policy.js';
 import { ElasticsearchDocumentStore } from '../sinks/elasticsearch-document-store.js';
 import { IndexEpochs } from '../sinks/elasticsearch-index-epochs.js';
+import { elasticsearchAnswers } from '../sinks/elasticsearch-liveness.js';
 import { ProgressLedger } from '../sinks/kafka-progress-ledger.js';
 import { RecentProfiles } from '../sinks/recent-profiles.js';
 import { RedisHealth } from '../sinks/redis-health.js';
@@ -83,6 +84,8 @@ export async function startWorker({
     maxRetries: 0, // the document store retries per item, with the retry policy
     agent: { connections: config.elasticsearch.maxConnections },
   });
+  // The breaker's liveness check, on a connection of its own (see elasticsearchAnswers).
+  const esLiveness = createElasticsearch(config.elasticsearch, { maxRetries: 0, agent: { connections: 1 } });
   const poolMonitor = new EsPoolMonitor({
     readStats: () => esPoolStats(es),
     maxConnections: config.elasticsearch.maxConnections,
@@ -141,6 +144,7 @@ export async function startWorker({
     // Read only once started, after the registry below exists.
     inFlight: (): number => registry.unfinished,
     sessionTimeoutMs: config.kafka.sessionTimeoutMs,
+    answersAtAll: elasticsearchAnswers(esLiveness),
     hooks: pushbackReactions({ metrics, log: pushbackLog, holds }),
   });
 
@@ -151,7 +155,7 @@ export async function startWorker({
     health?.stop();
     poolMonitor.stop();
     if (pushbackStarted) await pushback.stop();
-    await Promise.allSettled([consumer.disconnect(), admin.disconnect(), es.close()]);
+    await Promise.allSettled([consumer.disconnect(), admin.disconnect(), es.close(), esLiveness.close()]);
     redis.disconnect();
     await http?.close();
   };

@@ -1,6 +1,8 @@
 import { once } from 'node:events';
 import {
+  Agent,
   createServer,
+  type IncomingHttpHeaders,
   type IncomingMessage,
   request,
   type Server,
@@ -14,7 +16,18 @@ type Mode =
   /** Answers `status` without forwarding: a gateway with no healthy node behind it. */
   | { readonly kind: 'refuse'; readonly status: number }
   /** Forwards, lets the node do the work, then answers `status` instead of its answer (paths ending with `suffix`). */
-  | { readonly kind: 'lose-answer'; readonly status: number; readonly suffix: string };
+  | { readonly kind: 'lose-answer'; readonly status: number; readonly suffix: string }
+  /** Forwards, and holds the node's answer `ms` before passing it on (paths ending with `suffix`). */
+  | { readonly kind: 'delay'; readonly ms: number; readonly suffix: string };
+
+/**
+ * Headers about one connection, not the request: the proxy's two connections each keep
+ * their own (RFC 9110, 7.6.1). Passing a client's `connection: close` on to the node, or
+ * the node's answer headers back, lets a kept-alive socket close under the next request.
+ */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']);
+const endToEnd = (headers: IncomingHttpHeaders): IncomingHttpHeaders =>
+  Object.fromEntries(Object.entries(headers).filter(([k]) => !HOP_BY_HOP.has(k.toLowerCase())));
 
 /**
  * An HTTP proxy in front of a real Elasticsearch that a test can make answer 5xx for a
@@ -29,6 +42,10 @@ export class HttpFaultProxy {
   private mode: Mode = { kind: 'forward' };
   private server: Server | undefined;
   readonly made = new Map<string, number>();
+  /** Answers held back by `delayAnswers`, by request path. */
+  readonly delayed = new Map<string, number>();
+  /** A connection to the node per request: nothing kept alive to race with a close. */
+  private readonly agent = new Agent({ keepAlive: false });
 
   private constructor(private readonly target: URL) {}
 
@@ -54,6 +71,11 @@ export class HttpFaultProxy {
     this.mode = { kind: 'lose-answer', status, suffix };
   }
 
+  /** From now on, the answers to requests whose path ends with `suffix` come `ms` late: a slow cluster. */
+  delayAnswers(ms: number, suffix = ''): void {
+    this.mode = { kind: 'delay', ms, suffix };
+  }
+
   forward(): void {
     this.mode = { kind: 'forward' };
   }
@@ -62,6 +84,13 @@ export class HttpFaultProxy {
   madeFor(suffix = ''): number {
     let n = 0;
     for (const [path, count] of this.made) if (path.endsWith(suffix)) n += count;
+    return n;
+  }
+
+  /** Answers held back so far for requests whose path ends with `suffix` (all when omitted). */
+  delayedFor(suffix = ''): number {
+    let n = 0;
+    for (const [path, count] of this.delayed) if (path.endsWith(suffix)) n += count;
     return n;
   }
 
@@ -87,7 +116,8 @@ export class HttpFaultProxy {
         port: this.target.port,
         method: req.method,
         path: req.url,
-        headers: req.headers,
+        headers: endToEnd(req.headers),
+        agent: this.agent,
       },
       (answer) => {
         if (mode.kind === 'lose-answer' && path.endsWith(mode.suffix)) {
@@ -95,8 +125,14 @@ export class HttpFaultProxy {
           answer.once('end', () => this.answer(res, path, mode.status));
           return;
         }
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
+        const pass = () => {
+          res.writeHead(answer.statusCode ?? 502, endToEnd(answer.headers));
+          answer.pipe(res);
+        };
+        if (mode.kind === 'delay' && path.endsWith(mode.suffix)) {
+          this.delayed.set(path, (this.delayed.get(path) ?? 0) + 1);
+          setTimeout(pass, mode.ms);
+        } else pass();
       },
     );
     upstream.once('error', () => res.destroy());

@@ -54,7 +54,21 @@ export interface PipelineOptions {
   readonly noAutoCreate?: boolean;
   /** max.message.bytes of the input and DLQ topics (oversize poison must reach the worker). */
   readonly maxMessageBytes?: number;
+  /**
+   * Workers run with every setting at its shipped default except where they connect and
+   * what they read and write: none of the faster dedup window, session timeout, commit
+   * interval and retry cap the other tests use.
+   */
+  readonly asShipped?: boolean;
 }
+
+/** The settings a pipeline's workers get to be quick in tests, unless it runs as shipped. */
+const QUICK_SETTINGS: Readonly<Record<string, string>> = {
+  DEDUP_WINDOW_MS: '1000',
+  KAFKA_SESSION_TIMEOUT_MS: '6000',
+  COMMIT_INTERVAL_MS: '200',
+  RETRY_MAX_MS: '2000',
+};
 
 export const WELCOME_RULE: TriggerRule = {
   id: 'welcome',
@@ -129,10 +143,7 @@ export class Pipeline {
       ES_NODE: this.servers.esNode,
       REDIS_URL: this.servers.redisUrl,
       REDIS_KEY_PREFIX: `${name}:`,
-      DEDUP_WINDOW_MS: '1000',
-      KAFKA_SESSION_TIMEOUT_MS: '6000',
-      COMMIT_INTERVAL_MS: '200',
-      RETRY_MAX_MS: '2000',
+      ...(options.asShipped ? {} : QUICK_SETTINGS),
       TOMBSTONES: options.tombstones ?? 'dead-letter',
       ...options.env,
     };

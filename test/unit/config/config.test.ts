@@ -149,6 +149,8 @@ describe('loadConfig: a bad value is one line naming the variable, the value and
     ['BREAKER_OPEN_MS', '99', 'a whole number from 100 to 3600000'],
     ['BREAKER_OPEN_MAX_MS', '1e9', 'a whole number from 100 to 3600000'],
     ['BREAKER_PROBES', '0', 'a whole number from 1 to 1000'],
+    ['BREAKER_SILENCE_MS', '-1', 'a whole number from 0 to 3600000'],
+    ['BREAKER_LIVENESS_TIMEOUT_MS', '50', 'a whole number from 100 to 600000'],
     ['HEAP_PAUSE_RATIO', '1.5', 'a share of the heap limit above 0 and at most 1'],
     ['HEAP_RESUME_RATIO', '1', 'a share of the heap limit above 0 and below 1'],
     ['HEAP_GROWTH_PERCENT', '50%', 'a whole number from 0 to 1000'],

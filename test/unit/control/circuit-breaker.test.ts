@@ -16,6 +16,8 @@ const settings = (s: Partial<CircuitBreakerSettings> = {}): CircuitBreakerSettin
   openMs: 1_000,
   openMaxMs: 4_000,
   probes: 2,
+  silenceMs: 0,
+  livenessTimeoutMs: 3_000,
   ...s,
 });
 

@@ -23,6 +23,8 @@ function gate(opts: { limit?: number; slowCallMs?: number } = {}) {
       slowCallMs: opts.slowCallMs ?? 0,
       openMs: 1_000,
       openMaxMs: 8_000,
+      silenceMs: 0,
+      livenessTimeoutMs: 3_000,
       probes: 1,
     },
     { clock, onStateChange: (c) => states.push(c.to) },

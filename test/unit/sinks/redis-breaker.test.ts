@@ -22,6 +22,8 @@ function marks() {
       openMs: 1_000,
       openMaxMs: 4_000,
       probes: 1,
+      silenceMs: 0,
+      livenessTimeoutMs: 3_000,
     },
     { clock, onStateChange: (c) => changes.push(c) },
   );
