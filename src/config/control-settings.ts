@@ -1,15 +1,14 @@
 import type { z } from 'zod';
-import type { controlSchema } from './control-variables.js';
+import type { controlSchema, TopicPriority } from './control-variables.js';
 
 export { controlGroups, controlSchema } from './control-variables.js';
+export type { TopicPriority };
 
 /**
  * The push-back settings (adaptive concurrency, breaker, shedding, producer limits, hot
  * clients): their variables join the worker's schema in config.ts and are validated the
  * same way, one line naming the variable, the value and what is expected.
  */
-
-export type TopicPriority = 'high' | 'low';
 
 /** The adaptive concurrency limit of Elasticsearch requests (AIMD), ES_CONCURRENCY_*. */
 export interface AdaptiveConcurrencySettings {

@@ -1,11 +1,12 @@
 import { z } from 'zod';
-import type { TopicPriority } from './control-settings.js';
 import type { Setting, SettingsGroup } from './settings-group.js';
 
 /**
  * The push-back variables by group, each with its type, its default and a `.describe()` of
  * what it means; control-settings.ts turns them into ControlSettings.
  */
+
+export type TopicPriority = 'high' | 'low';
 
 const range = (min: number, max: number) => `a whole number from ${min} to ${max}`;
 const int = (min: number, max: number) =>
