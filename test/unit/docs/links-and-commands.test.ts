@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { anchorsOf, commandProblems, documentFiles, linkProblems } from '../../../scripts/docs/doc-check.js';
 import { rxingestProgram } from '../../../src/cli/program.js';
+import { WorkerMetrics } from '../../../src/metrics/worker-metrics.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const scripts: Record<string, string> = JSON.parse(readFileSync(`${root}package.json`, 'utf8')).scripts;
@@ -24,6 +25,14 @@ describe('the documents', () => {
 
   it.each(files)('%s: every npm script and rxingest command shown exists', (file) => {
     expect(commandProblems(file, read(file), scripts, rxingestProgram())).toEqual([]);
+  });
+
+  it.each(files)('%s: every metric named is one the worker registers', (file) => {
+    const registered = new Set(new WorkerMetrics().registry.getMetricsAsArray().map((m) => m.name));
+    const named = [...read(file).matchAll(/\brxingest_[a-z0-9_]*[a-z0-9]/g)].map(([name]) =>
+      name.replace(/_(bucket|sum|count)$/, ''),
+    );
+    expect(named.filter((name) => !registered.has(name))).toEqual([]);
   });
 
   it('the README stays short: at most 250 lines and under 15 KB', () => {
