@@ -21,9 +21,10 @@ export interface GroupReference {
   readonly settings: readonly SettingReference[];
 }
 
-// No setting takes the empty string and a lone control character alike, so between them every
-// type that refuses anything names what it expects, in the words its error line would use.
-const PROBES = ['', ' \u0000 '];
+// Values that, between them, every type that refuses anything refuses at least one of (empty,
+// a control character, separators and wildcards), so each names what it expects in the words
+// its error line would use.
+const PROBES = ['', ' \u0000 ', 'a,b *'];
 
 function accepts(type: z.ZodType): string {
   const said = new Set<string>();

@@ -29,4 +29,13 @@ describe('docs/configuration.md', () => {
       .find((s) => s.name === 'BATCH_MAX');
     expect(batchMax?.accepts).toBe('a whole number from 1 to 100000');
   });
+
+  it('says "any text" only of the settings that take any text', () => {
+    const free = settingsReference()
+      .flatMap((g) => g.settings)
+      .filter((s) => s.accepts === 'any text')
+      .map((s) => s.name);
+    // The same two the configuration tests find no bad value for.
+    expect(free.sort()).toEqual(['REDIS_KEY_PREFIX', 'TRIGGER_RULES']);
+  });
 });
