@@ -126,7 +126,7 @@ export function shippedNodeFlags(startScript = packageStartScript()): string[] {
 
 /**
  * The environment `npm start` gives the worker where the caller has not: its
- * `NAME=${NAME:-value}` words before `exec` (glibc's arenas, README Memory).
+ * `NAME=${NAME:-value}` words before `exec` (glibc's arenas: docs/decisions.md, 13).
  */
 export function shippedEnvDefaults(startScript = packageStartScript()): Record<string, string> {
   const defaults: Record<string, string> = {};

@@ -1,26 +1,43 @@
 import { Command } from 'commander';
-import { ConfigError, configVariables, loadConfig } from '../config/config.js';
-import { FILE_VARIABLES, securityVariables } from '../config/security.js';
+import { ConfigError, loadConfig } from '../config/config.js';
+import { firstSentence, securityReference, settingsReference } from '../config/reference.js';
 import { setHeapGrowth } from '../control/heap-growth.js';
 import { createLogger } from '../log/logger.js';
 import { secretScrubber, secretValues } from '../log/secrets.js';
 import { startWorker } from '../worker/worker.js';
 
+const groups = settingsReference();
 /** Names padded to the longest, so that none runs into its default. */
 const COLUMN =
-  Math.max(...[...Object.keys(configVariables), ...Object.keys(securityVariables)].map((n) => n.length)) + 2;
+  Math.max(
+    ...[
+      ...groups.flatMap((g) => g.settings.map((s) => s.name)),
+      ...Object.keys(securityReference.variables),
+    ].map((n) => n.length),
+  ) + 2;
+const DEFAULT_COLUMN = Math.max(...groups.flatMap((g) => g.settings.map((s) => s.default.length))) + 4;
 
 const HELP_AFTER = `
-Configuration comes from environment variables (default in brackets):
-${Object.entries(configVariables)
-  .map(([name, def]) => `  ${name.padEnd(COLUMN)}[${def}]`)
+Configuration comes from environment variables, in the groups of docs/configuration.md, which
+gives each one's range and full meaning (default in brackets):
+${groups
+  .map(
+    (g) =>
+      `\n${g.title}: ${g.about}\n` +
+      g.settings
+        .map(
+          (s) =>
+            `  ${s.name.padEnd(COLUMN)}${`[${s.default}]`.padEnd(DEFAULT_COLUMN)}${firstSentence(s.meaning)}`,
+        )
+        .join('\n'),
+  )
   .join('\n')}
 
-Secured clusters (off unless set; help never shows the values you set):
-${Object.entries(securityVariables)
+${securityReference.title} (off unless set; help never shows the values you set):
+${Object.entries(securityReference.variables)
   .map(([name, meaning]) => `  ${name.padEnd(COLUMN)}${meaning}`)
   .join('\n')}
-  Every secret, and the user names, may come from a file: ${FILE_VARIABLES.map((v) => `${v}_FILE`).join(', ')}.
+  Every secret, and the user names, may come from a file: ${securityReference.fileVariables.join(', ')}.
   A password for Redis goes in REDIS_URL (rediss://:password@host:port), or REDIS_URL_FILE.
 
 A bad value stops the start with one line naming the variable, the value and what is expected.

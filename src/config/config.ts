@@ -4,12 +4,15 @@ import type { TombstonePolicy } from '../model/message.js';
 import type { TriggerRule } from '../model/trigger-rule.js';
 import { ConfigError } from './config-error.js';
 import type { GraphSettings } from './graph-settings.js';
+import type { Setting, SettingsGroup } from './settings-group.js';
+import { workerGroups, workerSettings } from './worker-settings.js';
 
 export type { GraphSettings, TombstonePolicy, TriggerRule };
 export { ConfigError };
 
 import {
   type ControlSettings,
+  controlGroups,
   controlSchema,
   controlSettings,
   controlSettingsProblem,
@@ -73,142 +76,18 @@ export interface Config {
   readonly control: ControlSettings;
 }
 
-const int = (min: number, max: number) =>
-  z
-    .string()
-    .trim()
-    .regex(/^\d+$/, `a whole number from ${min} to ${max}`)
-    .transform(Number)
-    .pipe(
-      z
-        .number()
-        .int(`a whole number from ${min} to ${max}`)
-        .min(min, `a whole number from ${min} to ${max}`)
-        .max(max, `a whole number from ${min} to ${max}`),
-    );
-
-const list = z
-  .string()
-  .transform((s) =>
-    s
-      .split(',')
-      .map((x) => x.trim())
-      .filter(Boolean),
-  )
-  .pipe(z.array(z.string()).min(1, 'a comma-separated, non-empty list'));
-
-const topicName = z
-  .string()
-  .trim()
-  .regex(/^[A-Za-z0-9._-]{1,249}$/, 'a Kafka topic name (letters, digits, ".", "_", "-")');
-
-const indexName = z
-  .string()
-  .trim()
-  .regex(
-    /^[a-z0-9][a-z0-9._-]{0,254}$/,
-    'an Elasticsearch index name (lowercase letters, digits, ".", "_", "-")',
-  );
-
-/**
- * An index name, or for events a date pattern chosen by the event's own `ts` (UTC):
- * `events-{yyyy.MM.dd}`, `events-{yyyy.MM}`, `events-{yyyy}` (contract, "Output: Elasticsearch").
- */
-const eventsIndexName = z
-  .string()
-  .trim()
-  .regex(
-    /^[a-z0-9][a-z0-9._-]{0,200}(\{(yyyy|yyyy\.MM|yyyy\.MM\.dd|yyyy-MM|yyyy-MM-dd)\}[a-z0-9._-]{0,40})?$/,
-    'an Elasticsearch index name (lowercase letters, digits, ".", "_", "-"), optionally with one date pattern such as {yyyy.MM.dd}, {yyyy.MM} or {yyyy}',
-  );
-
-const url = (protocols: string[]) =>
-  z
-    .string()
-    .trim()
-    .refine(
-      (s) => {
-        try {
-          return protocols.includes(new URL(s).protocol);
-        } catch {
-          return false;
-        }
-      },
-      `a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}`,
-    );
-
-const bool = z.enum(['true', 'false', '1', '0'], 'true or false').transform((s) => s === 'true' || s === '1');
-
-const brokerList = list.pipe(
-  z.array(z.string().regex(/^[A-Za-z0-9.[\]:-]+:\d{1,5}$/, 'host:port')).min(1, 'host:port[,host:port…]'),
-);
-
 /** Every variable the worker reads, its default and what it must look like. */
 const schema = {
-  INGEST_TOPICS: [list.pipe(z.array(topicName)), 'ingest.events'],
-  INGEST_GROUP: [z.string().trim().min(1, 'a non-empty consumer group id'), 'rxingest'],
-  KAFKA_BROKERS: [brokerList, 'localhost:9092'],
-  KAFKA_CLIENT_ID: [z.string().trim().min(1, 'a non-empty client id'), 'rxingest'],
-  KAFKA_SESSION_TIMEOUT_MS: [int(6_000, 300_000), '30000'],
-  KAFKA_FROM_BEGINNING: [bool, 'true'],
-  KAFKA_TOPIC_WAIT_MS: [int(0, 3_600_000), '30000'],
-  KAFKA_MAX_BYTES_PER_PARTITION: [int(1024, 100 * 1024 * 1024), String(256 * 1024)],
-  DLQ_TOPIC: [topicName, 'ingest.dlq'],
-  TRIGGERS_TOPIC: [topicName, 'ingest.triggers'],
-  PROGRESS_TOPIC: [topicName, 'ingest.progress'],
-  TRIGGER_RULES: [z.string(), ''],
-  ES_NODE: [url(['http:', 'https:']), 'http://localhost:9200'],
-  ES_REQUEST_TIMEOUT_MS: [int(100, 600_000), '30000'],
-  ES_MAX_CONNECTIONS: [int(1, 10_000), '256'],
-  PROFILE_CACHE_SIZE: [int(0, 10_000_000), '0'],
-  PROFILES_INDEX: [indexName, 'profiles'],
-  EVENTS_INDEX: [eventsIndexName, 'events'],
-  EVENTS_ILM_POLICY: [
-    z
-      .string()
-      .trim()
-      .regex(/^[^\s,*"\\<>|?/]{0,255}$/, 'an ILM policy name (or nothing)'),
-    '',
-  ],
-  REDIS_URL: [url(['redis:', 'rediss:']), 'redis://localhost:6379'],
-  REDIS_KEY_PREFIX: [z.string(), 'rxingest:processed:'],
-  PROCESSED_TTL_MS: [int(1_000, 365 * 24 * 3_600_000), String(3_600_000)],
-  REDIS_LOOKUP_BACKOFF_MS: [int(0, 600_000), '1000'],
-  MAX_MESSAGE_BYTES: [int(64, 100 * 1024 * 1024), String(1024 * 1024)],
-  DEDUP_WINDOW_MS: [int(1, 24 * 3_600_000), '10000'],
-  CLIENT_IDLE_MS: [int(1, 24 * 3_600_000), '30000'],
-  BATCH_MAX: [int(1, 100_000), '500'],
-  BATCH_MS: [int(1, 60_000), '50'],
-  BATCHES_IN_FLIGHT: [int(1, 64), '2'],
-  BATCH_JOIN_BYTES: [int(0, 256 * 1024 * 1024), '0'],
-  HIGH_WATER: [int(1, 10_000_000), '2000'],
-  LOW_WATER: [int(0, 10_000_000), '1000'],
-  HIGH_WATER_BYTES: [int(64 * 1024, 4 * 1024 ** 3), String(16 * 1024 * 1024)],
-  COMMIT_INTERVAL_MS: [int(1, 60_000), '500'],
-  COMMIT_EVERY: [int(1, 1_000_000), '5000'],
-  RETRY_BASE_MS: [int(1, 60_000), '100'],
-  RETRY_MAX_MS: [int(1, 600_000), '10000'],
-  TOMBSTONES: [
-    z.enum(['dead-letter', 'ignore', 'delete'], 'one of dead-letter, ignore, delete'),
-    'dead-letter',
-  ],
-  SHUTDOWN_TIMEOUT_MS: [int(0, 600_000), '30000'],
-  STALL_TIMEOUT_MS: [int(1_000, 24 * 3_600_000), '120000'],
-  LOG_LEVEL: [
-    z.enum(
-      ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
-      'one of fatal, error, warn, info, debug, trace, silent',
-    ),
-    'info',
-  ],
-  HTTP_HOST: [z.string().trim().min(1, 'a host name or address to listen on, e.g. 0.0.0.0'), '0.0.0.0'],
-  HTTP_PORT: [int(0, 65_535), '9464'],
+  ...workerSettings,
   ...controlSchema,
-} as const satisfies Record<string, readonly [z.ZodType, string]>;
+} as const satisfies Record<string, Setting>;
+
+/** The groups of every variable above, as docs/configuration.md and `--help` show them. */
+export const settingsGroups: readonly SettingsGroup[] = [...workerGroups, ...controlGroups];
 
 type Raw = { [K in keyof typeof schema]: z.output<(typeof schema)[K][0]> };
 
-/** The variables, their defaults and meanings, for `--help` and the README. */
+/** The variables, their defaults and meanings, for `--help` and docs/configuration.md. */
 export const configVariables = Object.fromEntries(Object.entries(schema).map(([k, [, d]]) => [k, d]));
 
 const ruleSchema = z

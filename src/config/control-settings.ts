@@ -1,12 +1,14 @@
-import { z } from 'zod';
+import type { z } from 'zod';
+import type { controlSchema, TopicPriority } from './control-variables.js';
+
+export { controlGroups, controlSchema } from './control-variables.js';
+export type { TopicPriority };
 
 /**
  * The push-back settings (adaptive concurrency, breaker, shedding, producer limits, hot
  * clients): their variables join the worker's schema in config.ts and are validated the
  * same way, one line naming the variable, the value and what is expected.
  */
-
-export type TopicPriority = 'high' | 'low';
 
 /** The adaptive concurrency limit of Elasticsearch requests (AIMD), ES_CONCURRENCY_*. */
 export interface AdaptiveConcurrencySettings {
@@ -115,104 +117,6 @@ export interface ControlSettings {
   /** Redis keys for producer limits and hot sets start with this. */
   readonly keyPrefix: string;
 }
-
-const range = (min: number, max: number) => `a whole number from ${min} to ${max}`;
-const int = (min: number, max: number) =>
-  z
-    .string()
-    .trim()
-    .regex(/^\d+$/, range(min, max))
-    .transform(Number)
-    .pipe(z.number().int(range(min, max)).min(min, range(min, max)).max(max, range(min, max)));
-
-const decimal = (expected: string, ok: (n: number) => boolean) =>
-  z
-    .string()
-    .trim()
-    .regex(/^(\d+(\.\d*)?|\.\d+)$/, expected)
-    .transform(Number)
-    .pipe(z.number().refine(ok, expected));
-
-const PRIORITIES_EXPECTED =
-  'comma-separated topic:priority pairs, priority high or low (e.g. orders:high,reviews:low)';
-
-const priorities = z
-  .string()
-  .transform((s) =>
-    s
-      .split(',')
-      .map((x) => x.trim())
-      .filter(Boolean),
-  )
-  .pipe(
-    z.array(
-      z
-        .string()
-        .regex(/^[A-Za-z0-9._-]{1,249}:(high|low)$/, PRIORITIES_EXPECTED)
-        .transform((pair) => {
-          const at = pair.lastIndexOf(':');
-          return [pair.slice(0, at), pair.slice(at + 1) as TopicPriority] as const;
-        }),
-    ),
-  );
-
-const topicName = z
-  .string()
-  .trim()
-  .regex(/^[A-Za-z0-9._-]{1,249}$/, 'a Kafka topic name (letters, digits, ".", "_", "-")');
-
-/** The push-back variables, their types and defaults (spread into config.ts's schema). */
-export const controlSchema = {
-  ES_CONCURRENCY_INITIAL: [int(1, 10_000), '4'],
-  ES_CONCURRENCY_MIN: [int(1, 10_000), '1'],
-  ES_CONCURRENCY_MAX: [int(1, 10_000), '32'],
-  ES_CONCURRENCY_DECREASE: [decimal('a ratio between 0 and 1 (e.g. 0.9)', (n) => n > 0 && n < 1), '0.9'],
-  ES_CONCURRENCY_RTT_DEVIATION: [
-    decimal('a number of standard deviations from 0 to 100 (e.g. 2.5)', (n) => n >= 0 && n <= 100),
-    '2.5',
-  ],
-  BREAKER_WINDOW_MS: [int(1_000, 3_600_000), '30000'],
-  BREAKER_MIN_REQUESTS: [int(1, 1_000_000), '5'],
-  BREAKER_FAILURE_RATE: [
-    decimal('a share of failed requests above 0 and at most 1 (e.g. 0.5)', (n) => n > 0 && n <= 1),
-    '0.5',
-  ],
-  BREAKER_SLOW_CALL_MS: [int(0, 3_600_000), '10000'],
-  BREAKER_OPEN_MS: [int(100, 3_600_000), '5000'],
-  BREAKER_OPEN_MAX_MS: [int(100, 3_600_000), '60000'],
-  BREAKER_PROBES: [int(1, 1_000), '3'],
-  BREAKER_SILENCE_MS: [int(0, 3_600_000), '1000'],
-  BREAKER_LIVENESS_TIMEOUT_MS: [int(100, 600_000), '2500'],
-  HEAP_PAUSE_RATIO: [
-    decimal('a share of the heap limit above 0 and at most 1 (e.g. 0.7)', (n) => n > 0 && n <= 1),
-    '0.7',
-  ],
-  HEAP_RESUME_RATIO: [
-    decimal('a share of the heap limit above 0 and below 1 (e.g. 0.5)', (n) => n > 0 && n < 1),
-    '0.5',
-  ],
-  HEAP_GROWTH_PERCENT: [int(0, 1_000), '100'],
-  TOPIC_PRIORITIES: [priorities, ''],
-  SHED_LAG_HIGH: [int(0, 1e12), '100000'],
-  SHED_LAG_LOW: [int(0, 1e12), '20000'],
-  SHED_MIN_MS: [int(0, 86_400_000), '30000'],
-  CONTROL_TOPIC: [topicName, 'rxingest.control'],
-  LAG_INTERVAL_MS: [int(100, 600_000), '5000'],
-  PRODUCER_LIMIT_LAG_HIGH: [int(0, 1e12), '50000'],
-  PRODUCER_LIMIT_LAG_LOW: [int(0, 1e12), '10000'],
-  PRODUCER_LIMIT_HEADROOM: [decimal('a share from 0 to 0.9 (e.g. 0.1)', (n) => n >= 0 && n <= 0.9), '0.1'],
-  PRODUCER_LIMIT_MIN_RATE: [int(1, 10_000_000), '10'],
-  PRODUCER_LIMIT_TTL_MS: [int(1_000, 3_600_000), '30000'],
-  HOT_CLIENT_ENTER_RATE: [int(0, 10_000_000), '1000'],
-  HOT_CLIENT_LEAVE_RATE: [int(0, 10_000_000), '500'],
-  HOT_CLIENT_SPREAD: [int(2, 10_000), '4'],
-  HOT_CLIENT_SKETCH_SIZE: [int(8, 1_000_000), '128'],
-  HOT_CLIENT_INTERVAL_MS: [int(1_000, 3_600_000), '10000'],
-  CONTROL_KEY_PREFIX: [
-    z.string().regex(/^\S{1,200}$/, 'a Redis key prefix of 1 to 200 characters without spaces'),
-    'rxingest:control:',
-  ],
-} as const satisfies Record<string, readonly [z.ZodType, string]>;
 
 type ControlRaw = { [K in keyof typeof controlSchema]: z.output<(typeof controlSchema)[K][0]> };
 

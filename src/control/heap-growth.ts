@@ -9,7 +9,7 @@ import { setFlagsFromString } from 'node:v8';
  * two scavenges), so its heap swings between about 60 and 240 MB and its resident memory
  * peaks near 350 MB, five times what it uses. A cap (`--max-old-space-size`) bounds that too,
  * but also shrinks the growth factor to 1.3–2× for every heap below 2 GB: major GCs several
- * times as often, 8–15% of the throughput (see the README). The growth factor alone is the
+ * times as often, 8–15% of the throughput (docs/decisions.md, 11). The growth factor alone is the
  * part that matters, and unlike the cap it can be changed after start: V8 reads it each time
  * a major GC sets the next limit.
  */

@@ -13,7 +13,7 @@ import { type PrivateKafkaCluster, startPrivateKafkaCluster } from '../support/p
  * It failed in about half the runs until kafkajs's produce retry was patched (a partition
  * whose leader moved lost or doubled the records of a committed transaction), a runner
  * replaced before its first commit sought back, and the admin's offset reads refreshed
- * their metadata (README, Guarantees).
+ * their metadata (docs/guarantees.md).
  */
 describe('a 3-node Kafka cluster', () => {
   let cluster: PrivateKafkaCluster;

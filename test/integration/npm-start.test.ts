@@ -113,9 +113,9 @@ describe('npm start', () => {
     );
     expect(worker, `npm's children: ${JSON.stringify(childrenOf(npm.child.pid!))}`).toBeDefined();
     expect(worker!.argv[0]).toMatch(/(^|\/)node$/);
-    // With the young generation the start script gives it (see README, Memory).
+    // With the young generation the start script gives it (docs/decisions.md, 12).
     expect(worker!.argv).toContain('--max-semi-space-size=4');
-    // And glibc's malloc arenas held to 2, the caller having set none (README, Memory).
+    // And glibc's malloc arenas held to 2, the caller having set none (docs/decisions.md, 13).
     const environ = readFileSync(`/proc/${worker!.pid}/environ`, 'utf8').split('\0');
     expect(environ).toContain('MALLOC_ARENA_MAX=2');
     workerPid = worker!.pid;

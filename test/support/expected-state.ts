@@ -1,7 +1,7 @@
 /**
  * An independent oracle for integration tests: from the raw values that were actually produced
  * (in any order), it computes what the contract says must come out — the poison, the `profiles`
- * and `events` documents and the trigger messages. It is written from /work/shared/contract.md
+ * and `events` documents and the trigger messages. It is written from docs/contract.md
  * alone and imports nothing from src/, so a bug in the worker cannot hide in a shared helper.
  *
  * Everything keyed by outside input lives in Maps or null-prototype objects: keys such as

@@ -24,7 +24,7 @@ export async function abortedUpstreamTransactions(size: Size, seed = 79): Promis
     const w = p.spawn('w', {
       HTTP_HOST: '127.0.0.1',
       HTTP_PORT: String(port),
-      // rxingest_consumer_lag has two feeders (README): the partition runners, from each
+      // rxingest_consumer_lag has two feeders (docs/operations.md, Metrics): the partition runners, from each
       // fetch's high watermark and their own commits, and a broker sample every
       // LAG_INTERVAL_MS. The broker's reads 0 exactly when the committed offsets are at the
       // ends (finish checks that); the runners' must see past the markers by itself, so the

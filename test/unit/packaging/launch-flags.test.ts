@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { shippedEnv, shippedEnvDefaults, shippedNodeFlags } from '../../../bench/lib/worker.js';
 
 /**
- * The worker's node flags (its young generation: README, Memory) live on node's command line,
+ * The worker's node flags (its young generation: docs/decisions.md, 12) live on node's command line,
  * the only place V8 takes them. Every way the README starts it must carry the same ones.
  */
 const read = (path: string) => readFileSync(new URL(`../../../${path}`, import.meta.url), 'utf8');
