@@ -1,7 +1,7 @@
 import { hostname, userInfo } from 'node:os';
 import { Command } from 'commander';
-import { Kafka, type KafkaConfig, logLevel } from 'kafkajs';
-import { kafkaClientConfig } from '../clients/kafka.js';
+import { type Kafka, type KafkaConfig, logLevel } from 'kafkajs';
+import { ExplicitPartitionerKafka, kafkaClientConfig } from '../clients/kafka.js';
 import { type Config, ConfigError, loadConfig } from '../config/config.js';
 import {
   ensureControlTopic,
@@ -95,7 +95,7 @@ function decisionCommand(name: 'shed' | 'unshed', deps: ShedCommandDeps): Comman
         { exitCode: 2 },
       );
     }
-    const kafka = (deps.createKafka ?? ((c) => new Kafka(c)))(kafkaConfig(config));
+    const kafka = (deps.createKafka ?? ((c) => new ExplicitPartitionerKafka(c)))(kafkaConfig(config));
     const where = `${controlTopic} at ${config.kafka.brokers.join(',')}`;
     try {
       if (opts.list) {

@@ -1,4 +1,12 @@
-import { Kafka, type KafkaConfig, logLevel, type SASLOptions } from 'kafkajs';
+import {
+  Kafka,
+  type KafkaConfig,
+  logLevel,
+  Partitioners,
+  type Producer,
+  type ProducerConfig,
+  type SASLOptions,
+} from 'kafkajs';
 import type { KafkaSecurity } from '../config/security.js';
 import { supportAllCompressionCodecs } from './kafka-compression.js';
 import { StartupCheckError } from './startup-check-error.js';
@@ -42,12 +50,27 @@ export const heartbeatIntervalFor = (sessionTimeoutMs: number): number =>
   Math.min(3_000, Math.floor(sessionTimeoutMs / 3));
 
 /**
+ * A kafkajs client whose producers partition keyed records with `Partitioners.DefaultPartitioner`
+ * (murmur2 of the key, as the Java client) unless the caller picks a partitioner. That is what
+ * kafkajs 2 uses when none is given, chosen out loud: given none, kafkajs also writes a warning
+ * about its v1 partitioner at the first producer, a line about kafkajs and not about this program.
+ */
+export class ExplicitPartitionerKafka extends Kafka {
+  override producer(config: ProducerConfig = {}): Producer {
+    return super.producer({
+      ...config,
+      createPartitioner: config.createPartitioner ?? Partitioners.DefaultPartitioner,
+    });
+  }
+}
+
+/**
  * The kafkajs client every part of rxingest uses (worker, produce, demo, tools), able to read
  * batches compressed with any of Kafka's codecs.
  */
 export function createKafka(conn: KafkaConnection, options: Omit<KafkaConfig, 'brokers' | 'ssl' | 'sasl'>) {
   supportAllCompressionCodecs();
-  return new Kafka(kafkaClientConfig(conn, options));
+  return new ExplicitPartitionerKafka(kafkaClientConfig(conn, options));
 }
 
 /** What the start-up check looks at besides the connection. */

@@ -22,7 +22,9 @@ export function kafkaLogCreator(log: Logger): logCreator {
   const kafkaLog = log.child({ component: 'kafkajs' });
   return () =>
     ({ level, log: entry }) => {
-      const { message, ...rest } = entry;
+      // pino's `time` says when and the binding says whose: kafkajs's `timestamp` and
+      // `logger` would only say it again.
+      const { message, timestamp: _when, logger: _whose, ...rest } = entry;
       if (level === logLevel.ERROR && !retriedByKafkajs(rest.error)) kafkaLog.error(rest, message);
       else if (level === logLevel.WARN) kafkaLog.warn(rest, message);
       else if (level === logLevel.INFO) kafkaLog.info(rest, message);

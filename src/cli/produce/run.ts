@@ -1,5 +1,5 @@
-import { type ConfigResourceTypes, Kafka, type KafkaConfig, logLevel } from 'kafkajs';
-import { kafkaClientConfig, kafkaMisconfiguration } from '../../clients/kafka.js';
+import { type ConfigResourceTypes, type Kafka, type KafkaConfig, logLevel } from 'kafkajs';
+import { ExplicitPartitionerKafka, kafkaClientConfig, kafkaMisconfiguration } from '../../clients/kafka.js';
 import { createRedis } from '../../clients/redis.js';
 import type { RedisSecurity } from '../../config/security.js';
 import { type ProduceProgress, type ProduceResult, runProducer } from '../../generator/produce.js';
@@ -46,7 +46,7 @@ export async function produce(
   deps: ProduceCommandDeps,
   err: (line: string) => void,
 ): Promise<{ summary: ProduceResult; oversizeLeftOut: boolean; pushback?: PushbackSummary }> {
-  const kafka = (deps.createKafka ?? ((c) => new Kafka(c)))(kafkaConfig(settings));
+  const kafka = (deps.createKafka ?? ((c) => new ExplicitPartitionerKafka(c)))(kafkaConfig(settings));
   const { topic } = settings;
   const maxBytes = settings.workload.maxMessageBytes;
   const where = `${topic} at ${settings.brokers.join(',')}`;
