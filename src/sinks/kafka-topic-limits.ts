@@ -1,9 +1,13 @@
-import { type Admin, ConfigResourceTypes } from 'kafkajs';
+import type { Admin, ConfigResourceTypes } from 'kafkajs';
 import type { Logger } from 'pino';
 import { describeError } from '../model/failures.js';
 
 /** The broker's own default for `message.max.bytes` (1 MiB and the old log overhead). */
 export const BROKER_DEFAULT_MAX_MESSAGE_BYTES = 1_048_588;
+
+/** kafkajs's ConfigResourceTypes (not importable by name from ESM: kafkajs's exports end in a spread). */
+const TOPIC = 2 as ConfigResourceTypes;
+const BROKER = 4 as ConfigResourceTypes;
 
 type Describer = Pick<Admin, 'describeConfigs' | 'describeCluster'>;
 
@@ -94,7 +98,7 @@ export class TopicLimits {
   private async topicLimit(topic: string): Promise<number | undefined> {
     const { resources } = await this.admin.describeConfigs({
       includeSynonyms: false,
-      resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configNames: ['max.message.bytes'] }],
+      resources: [{ type: TOPIC, name: topic, configNames: ['max.message.bytes'] }],
     });
     return configBytes(resources, 'max.message.bytes');
   }
@@ -105,9 +109,7 @@ export class TopicLimits {
     if (broker === undefined) return undefined;
     const { resources } = await this.admin.describeConfigs({
       includeSynonyms: false,
-      resources: [
-        { type: ConfigResourceTypes.BROKER, name: String(broker.nodeId), configNames: ['message.max.bytes'] },
-      ],
+      resources: [{ type: BROKER, name: String(broker.nodeId), configNames: ['message.max.bytes'] }],
     });
     return configBytes(resources, 'message.max.bytes');
   }
