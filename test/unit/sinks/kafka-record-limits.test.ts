@@ -12,6 +12,7 @@ import {
   TRUNCATED_BYTES,
   VALUE_TRUNCATED,
 } from '../../../src/sinks/kafka-record-limits.js';
+import { deadLetterOf } from '../../../src/tools/dlq/dead-letter.js';
 import { prng } from '../../support/random.js';
 
 /**
@@ -139,6 +140,34 @@ describe('fitRecord', () => {
     expect(tombstone.value).toBeNull();
     expect(tombstone.headers?.[VALUE_TRUNCATED]).toBeUndefined();
     expect(await encodedBatch([tombstone])).toBeLessThanOrEqual(16 * 1024);
+  });
+});
+
+describe('a fitted dead letter as `rxingest dlq` reads it', () => {
+  const asFetched = (r: OutRecord) =>
+    deadLetterOf('dlq', {
+      topic: 'dlq',
+      partition: 1,
+      offset: '9',
+      key: r.key === null ? null : Buffer.from(r.key),
+      value: r.value === null ? null : Buffer.from(r.value),
+      headers: r.headers ?? {},
+      timestamp: 1_000,
+    });
+
+  it('says truncated, with the original size, class, reason and origin (the contract format)', () => {
+    const d = asFetched(fitRecord(deadLetter(2 * 1024 * 1024), 64 * 1024));
+    expect(d).toMatchObject({
+      truncated: true,
+      originalSize: 2 * 1024 * 1024,
+      cls: 'too-large',
+      message: 'value is 2097152 bytes, over MAX_MESSAGE_BYTES=1048576',
+      source: { topic: 'in', partition: 3, offset: '123456' },
+    });
+    expect(asFetched(fitRecord(deadLetter(10, { key: 'k'.repeat(100_000) }), 16 * 1024)).truncated).toBe(
+      true,
+    );
+    expect(asFetched(deadLetter(10)).truncated).toBe(false);
   });
 });
 
