@@ -4,6 +4,8 @@ import { causes } from '../model/failures.js';
 import { greater } from '../model/offset-tracker.js';
 import { type RetryPolicy, retrying } from '../retry/retry-policy.js';
 import { ProgressLedger } from './kafka-progress-ledger.js';
+import { fitRecords, requestsOf } from './kafka-record-limits.js';
+import { TopicLimits } from './kafka-topic-limits.js';
 import type { CommitSink, OutRecord } from './ports.js';
 
 /** Another worker now owns this partition: its producer fenced ours. Not a failure of the worker. */
@@ -34,10 +36,16 @@ export interface TransactionalCommitterOptions {
   readonly retry: RetryPolicy;
   /**
    * Told of each retry (`rxingest_retries_total{target="kafka",reason}`): a read at the
-   * start asked again (`offset-read`, `progress-read`), a commit sent again with its large
-   * dead letters truncated (`too-large`).
+   * start asked again (`offset-read`, `progress-read`), a commit sent again after the broker
+   * refused a record as too large for its topic (`too-large`: the topic's limit was lowered
+   * since it was read).
    */
   readonly onRetry?: (reason: KafkaRetryReason) => void;
+  /**
+   * The output topics' `max.message.bytes`, shared by the worker's partitions and read at
+   * its start; without it, the committer reads them itself before its first commit to them.
+   */
+  readonly limits?: TopicLimits;
   /** kafkajs's first retry backoff for this partition's producer (ms); see COMMIT_RETRY_FIRST_MS. */
   readonly retryFirstMs?: number;
 }
@@ -46,6 +54,11 @@ export interface TransactionalCommitterOptions {
 export type KafkaRetryReason = 'offset-read' | 'progress-read' | 'too-large';
 
 const OPEN_READ_RETRIES = 6;
+/**
+ * A refusal as too large that a fresh read of the limits does not explain (a limit not yet
+ * visible, an estimate short) halves the limits used for the commit, this many times at most.
+ */
+const MAX_SQUEEZE = 16;
 /** The first retry backoff of a commit's producer; kafkajs's default is 300 ms. */
 export const COMMIT_RETRY_FIRST_MS = 5;
 
@@ -86,6 +99,7 @@ export class TransactionalCommitter implements CommitSink {
     private readonly options: TransactionalCommitterOptions,
     private readonly log: Logger,
     private highest: string | undefined,
+    private readonly limits: TopicLimits,
   ) {}
 
   static transactionalId(groupId: string, topic: string, partition: number): string {
@@ -161,7 +175,15 @@ export class TransactionalCommitter implements CommitSink {
           ? highest
           : undefined;
       return {
-        committer: new TransactionalCommitter(producer, newProducer, admin, options, log, highest),
+        committer: new TransactionalCommitter(
+          producer,
+          newProducer,
+          admin,
+          options,
+          log,
+          highest,
+          options.limits ?? new TopicLimits(admin, log),
+        ),
         committed,
         replayedBelow,
       };
@@ -172,26 +194,40 @@ export class TransactionalCommitter implements CommitSink {
   }
 
   async commit(offset: string, records: readonly OutRecord[]): Promise<void> {
-    const { topic, partition } = this.options;
+    const { topic, partition, progressTopic } = this.options;
     const highest = this.highest === undefined || greater(offset, this.highest) ? offset : this.highest;
-    let toSend = records;
-    let truncateAbove = Infinity;
-    for (;;) {
+    const topics = new Set([progressTopic]);
+    for (const r of records) topics.add(r.topic);
+    if (!this.limits.knowsAll(topics)) await this.limits.ensure(topics);
+    let squeeze = 1;
+    for (let attempt = 0; ; attempt++) {
+      const limitOf = (t: string) => Math.floor(this.limits.limitOf(t) / squeeze);
+      const used = new Map([...topics].map((t) => [t, this.limits.limitOf(t)] as const));
+      // A record too large for its topic goes truncated, before the transaction begins: one
+      // refused inside it would abort it, and readers at read_uncommitted would see the
+      // aborted copies of the commit's other records.
+      const fitted = fitRecords(records, limitOf);
+      if (fitted.truncated > 0 && attempt === 0) {
+        this.log.warn(
+          { offset, truncated: fitted.truncated },
+          'records larger than their output topic takes are sent truncated',
+        );
+      }
       try {
-        await this.commitOnce(offset, highest, toSend);
+        await this.commitOnce(offset, highest, fitted.records, limitOf);
         this.highest = highest;
         return;
       } catch (err) {
-        if (isTooLarge(err) && truncateAbove > TRUNCATED_BYTES) {
-          // A dead letter bigger than its topic accepts must not stop the partition forever:
-          // send large values truncated, saying so (halving the bar until the topic takes
-          // them). The x-source-* headers still lead to the original.
-          truncateAbove = truncateAbove === Infinity ? DEFAULT_TOPIC_LIMIT : truncateAbove / 2;
+        if (isTooLarge(err) && squeeze < MAX_SQUEEZE) {
+          // The limit was lowered since it was read: read it again, and fit the records to
+          // it. A refusal the new limits do not explain halves them for this commit.
+          await this.limits.reread(used.keys());
+          const lowered = [...used].some(([t, was]) => this.limits.limitOf(t) < was);
+          if (!lowered) squeeze *= 2;
           this.log.warn(
-            { topic, partition, offset, truncateAbove },
-            'a record was too large for its topic; truncating',
+            { offset, limitLowered: lowered, squeeze },
+            'the broker refused a record as too large for its output topic; sending the commit again with records fitted to the limits read again',
           );
-          toSend = records.map((r) => truncateLarge(r, truncateAbove));
           this.options.onRetry?.('too-large');
           // A new epoch before the retry: kafkajs keeps the sequence numbers of the other
           // partitions of the failed request, and the broker would take their re-sent
@@ -243,7 +279,12 @@ export class TransactionalCommitter implements CommitSink {
     await (await this.producer.transaction()).abort();
   }
 
-  private async commitOnce(offset: string, highest: string, records: readonly OutRecord[]): Promise<void> {
+  private async commitOnce(
+    offset: string,
+    highest: string,
+    records: readonly OutRecord[],
+    limitOf: (topic: string) => number,
+  ): Promise<void> {
     const { groupId, topic, partition, progressTopic } = this.options;
     const ledgerRecord: OutRecord = {
       topic: progressTopic,
@@ -252,9 +293,7 @@ export class TransactionalCommitter implements CommitSink {
     };
     const tx = await this.producer.transaction();
     try {
-      // kafkajs puts one partition's records of a request into one record batch, which the
-      // broker measures against max.message.bytes: keep each request's records small.
-      for (const chunk of chunksOf([...records, ledgerRecord], CHUNK_BYTES)) {
+      for (const chunk of requestsOf([...records, ledgerRecord], limitOf)) {
         const byTopic = new Map<string, OutRecord[]>();
         for (const r of chunk) {
           const rs = byTopic.get(r.topic);
@@ -316,42 +355,6 @@ function fromMetadata(metadata: string | null | undefined): string | undefined {
   if (!metadata?.startsWith(METADATA_TAG)) return undefined;
   const v = metadata.slice(METADATA_TAG.length);
   return /^\d+$/.test(v) ? v : undefined;
-}
-
-/** What a topic takes by default (broker message.max.bytes is about 1 MiB). */
-const DEFAULT_TOPIC_LIMIT = 1024 * 1024;
-const TRUNCATED_BYTES = 64 * 1024;
-const CHUNK_BYTES = 512 * 1024;
-
-const sizeOf = (r: OutRecord) =>
-  (r.key?.length ?? 0) +
-  (r.value?.length ?? 0) +
-  Object.entries(r.headers ?? {}).reduce((a, [k, v]) => a + k.length + v.length, 0);
-
-function* chunksOf(records: readonly OutRecord[], maxBytes: number): Generator<OutRecord[]> {
-  let chunk: OutRecord[] = [];
-  let bytes = 0;
-  for (const r of records) {
-    const size = sizeOf(r);
-    if (chunk.length > 0 && bytes + size > maxBytes) {
-      yield chunk;
-      chunk = [];
-      bytes = 0;
-    }
-    chunk.push(r);
-    bytes += size;
-  }
-  if (chunk.length > 0) yield chunk;
-}
-
-function truncateLarge(r: OutRecord, above: number): OutRecord {
-  if (r.value === null || sizeOf(r) <= above) return r;
-  const value = Buffer.isBuffer(r.value) ? r.value : Buffer.from(r.value);
-  return {
-    ...r,
-    value: value.subarray(0, TRUNCATED_BYTES),
-    headers: { ...r.headers, 'x-value-truncated': `${value.length} bytes, first ${TRUNCATED_BYTES} kept` },
-  };
 }
 
 function isTooLarge(err: unknown): boolean {

@@ -16,6 +16,7 @@ import type { Done } from '../model/outcome.js';
 import type { Commit } from '../operators/commit-in-order.js';
 import type { RetryPolicy } from '../retry/retry-policy.js';
 import type { ProgressLedger } from '../sinks/kafka-progress-ledger.js';
+import type { TopicLimits } from '../sinks/kafka-topic-limits.js';
 import { TransactionalCommitter } from '../sinks/kafka-transactional-committer.js';
 import { type BatchVerdict, FetchPosition } from './fetch-position.js';
 import type { PartitionPauses } from './partition-pauses.js';
@@ -27,6 +28,8 @@ export interface PartitionRunnerDeps {
   readonly consumer: Pick<Consumer, 'seek'>;
   readonly admin: Admin;
   readonly ledger: ProgressLedger;
+  /** The output topics' max.message.bytes, shared by every partition. */
+  readonly limits?: TopicLimits;
   readonly ports: Omit<PartitionPorts, 'commits'>;
   readonly retry: RetryPolicy;
   readonly pauses: PartitionPauses;
@@ -127,6 +130,7 @@ export class PartitionRunner {
         progressTopic: config.kafka.progressTopic,
         retry: this.deps.retry,
         onRetry: (reason) => this.deps.metrics.countRetries('kafka', reason),
+        ...(this.deps.limits ? { limits: this.deps.limits } : {}),
       },
       this.log,
     );

@@ -19,6 +19,7 @@ import { ElasticsearchDocumentStore } from '../sinks/elasticsearch-document-stor
 import { IndexEpochs } from '../sinks/elasticsearch-index-epochs.js';
 import { elasticsearchAnswers } from '../sinks/elasticsearch-liveness.js';
 import { ProgressLedger } from '../sinks/kafka-progress-ledger.js';
+import { TopicLimits } from '../sinks/kafka-topic-limits.js';
 import { RecentProfiles } from '../sinks/recent-profiles.js';
 import { RedisHealth } from '../sinks/redis-health.js';
 import { RedisKnownCopies } from '../sinks/redis-known-copies.js';
@@ -107,6 +108,8 @@ export async function startWorker({
     retry: { retries: 8, initialRetryTime: 200, maxRetryTime: 5_000 },
   });
   const admin = kafka.admin();
+  // Known before the first dead letter, so that no record too large for its topic enters a transaction.
+  const limits = new TopicLimits(admin, log.child({ component: 'kafka' }));
   const heartbeatInterval = heartbeatIntervalFor(config.kafka.sessionTimeoutMs);
   const consumer = kafka.consumer({
     groupId: config.kafka.groupId,
@@ -171,6 +174,7 @@ export async function startWorker({
     await checkKafka(config.kafka);
     await admin.connect();
     await ensureTopics(admin, config.kafka, log);
+    await limits.ensure([config.kafka.dlqTopic, config.kafka.triggersTopic, config.kafka.progressTopic]);
     await consumer.connect();
     await consumer.subscribe({ topics: config.kafka.topics, fromBeginning: config.kafka.fromBeginning });
   } catch (err) {
@@ -248,6 +252,7 @@ export async function startWorker({
         consumer,
         admin,
         ledger,
+        limits,
         ports,
         retry,
         pauses,

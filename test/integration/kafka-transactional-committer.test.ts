@@ -29,7 +29,9 @@ describe('TransactionalCommitter against the real broker', () => {
   const input = `${prefix}.in`;
   const progress = `${prefix}.progress`;
   const out = (name: string) => `${prefix}.out-${name}`;
-  const outTopics = ['atomic', 'fence', 'midway', 'abort', 'large', 'large-triggers', 'reset'].map(out);
+  const outTopics = ['atomic', 'fence', 'midway', 'abort', 'large', 'large-triggers', 'lowered', 'reset'].map(
+    out,
+  );
   const groups: string[] = [];
   const opened: TransactionalCommitter[] = [];
   let admin: Admin;
@@ -218,7 +220,7 @@ describe('TransactionalCommitter against the real broker', () => {
     expect((await offsetsOf(groupId))[0]?.offset).toBe('5');
   });
 
-  it('publishes large dead letters within the topic limit: chunked requests, and a value too big for the topic truncated', async () => {
+  it('publishes large dead letters within the topic limit: chunked requests, and a value too big for the topic truncated before it is sent', async () => {
     const groupId = group('large');
     await admin.alterConfigs({
       validateOnly: false,
@@ -240,9 +242,51 @@ describe('TransactionalCommitter against the real broker', () => {
     expect(seen.slice(0, 3).every((r) => r.value?.length === 300 * 1024)).toBe(true);
     expect(seen[3]!.value!.length).toBe(64 * 1024);
     expect(seen[3]!.headers['x-value-truncated']).toBe(`${900 * 1024} bytes, first ${64 * 1024} kept`);
-    // The commit went round again with the value truncated: a retry against Kafka, told once per round.
-    expect(retries.length).toBeGreaterThanOrEqual(1);
-    expect(new Set(retries)).toEqual(new Set(['too-large']));
+    // The limit was read before the transaction: nothing refused, no transaction aborted, so
+    // even a reader of uncommitted records sees each record once.
+    expect(retries).toEqual([]);
+    const uncommitted = await readCommitted(out('large'), { isolation: 'read_uncommitted' });
+    expect(uncommitted.map((r) => r.key)).toEqual(['k-0', 'k-1', 'k-2', 'k-3']);
+  });
+
+  it('a limit lowered after it was read: the refusal reads it again, and the commit goes again fitted to it', async () => {
+    const groupId = group('lowered');
+    const limit = (bytes: number) =>
+      admin.alterConfigs({
+        validateOnly: false,
+        resources: [
+          {
+            type: 2,
+            name: out('lowered'),
+            configEntries: [{ name: 'max.message.bytes', value: String(bytes) }],
+          },
+        ],
+      });
+    await limit(200_000);
+    const retries: string[] = [];
+    const { committer } = await open(groupId, 0, undefined, (reason) => retries.push(reason));
+    const dead = (n: number): OutRecord => ({
+      topic: out('lowered'),
+      key: `k-${n}`,
+      value: Buffer.alloc(150_000, 0x61 + n),
+      headers: { 'x-source-offset': String(n) },
+    });
+    await committer.commit('1', [dead(1)]);
+    expect(retries).toEqual([]);
+    // Lowered while the committer runs: it still believes 200000, the broker refuses the
+    // whole 150 kB record (nothing of it is written), one transaction is aborted.
+    await limit(20_000);
+    await committer.commit('2', [dead(2)]);
+    expect(retries).toEqual(['too-large']);
+    const seen = await readCommitted(out('lowered'), { isolation: 'read_uncommitted' });
+    expect(seen.map((r) => r.key)).toEqual(['k-1', 'k-2']);
+    expect(seen[0]!.value!.length).toBe(150_000);
+    const kept = seen[1]!.value!.length;
+    expect(kept).toBeLessThan(20_000);
+    expect(seen[1]!.headers['x-value-truncated']).toBe(`150000 bytes, first ${kept} kept`);
+    // The next oversized one is fitted before it is sent: no refusal.
+    await committer.commit('3', [dead(3)]);
+    expect(retries).toEqual(['too-large']);
   });
 
   it('triggers sent in one request with a dead letter too large for its topic are published once it is truncated', async () => {

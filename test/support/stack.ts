@@ -117,8 +117,16 @@ export interface ReadRecord {
  */
 export async function readCommitted(
   topic: string,
-  /** Another cluster (the secured stack): its brokers and kcat's -X options for TLS/SASL. */
-  { brokers = stackEnv.kafkaBrokers, kcatOptions = [] as string[] } = {},
+  /**
+   * Another cluster (the secured stack): its brokers and kcat's -X options for TLS/SASL.
+   * `isolation` read_uncommitted shows the records of aborted transactions too, as the Java
+   * consumer's default does.
+   */
+  {
+    brokers = stackEnv.kafkaBrokers,
+    kcatOptions = [] as string[],
+    isolation = 'read_committed' as 'read_committed' | 'read_uncommitted',
+  } = {},
 ): Promise<ReadRecord[]> {
   const kcat = (format: string[]) =>
     run(
@@ -133,7 +141,7 @@ export async function readCommitted(
         '-e',
         '-q',
         '-X',
-        'isolation.level=read_committed',
+        `isolation.level=${isolation}`,
         ...format,
       ],
       { maxBuffer: 1024 * 1024 * 1024, encoding: 'buffer' },

@@ -9,6 +9,17 @@ import { spawnWorker } from './worker-process.js';
 
 export const RULES = [{ id: 'welcome', when: { type: 'event', name: 'signup' }, emit: 'send-welcome-email' }];
 
+/** A valid signup event (RULES fire on it), `pad` characters of note making it as large as a test needs. */
+export const signupEvent = (id: string, clientId: string, pad = 0): string =>
+  JSON.stringify({
+    id,
+    clientId,
+    type: 'event',
+    name: 'signup',
+    ts: '2026-11-30T12:00:00.000Z',
+    data: { note: 'x'.repeat(pad) },
+  });
+
 /** An isolated deployment: its own topics, group, indices, Redis prefix, and the worker's environment. */
 export async function pipeline(
   prefix: string,

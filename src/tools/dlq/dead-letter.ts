@@ -16,6 +16,7 @@ export interface DeadLetter {
   readonly value: Buffer | null;
   /** Size of the original value: the dead letter may hold only its first bytes (`x-value-truncated`). */
   readonly originalSize: number | undefined;
+  /** The value, or the key (`x-key-truncated`, a key too large for the DLQ by itself), holds only its first bytes. */
   readonly truncated: boolean;
   readonly timestamp: number;
   /** 1 for a first failure, one more per failed replay. */
@@ -58,7 +59,7 @@ export function deadLetterOf(dlqTopic: string, r: FetchedRecord): DeadLetter {
     key: r.key,
     value: r.value,
     originalSize: t ? Number(t[1]) : r.value?.length,
-    truncated: truncated !== undefined,
+    truncated: truncated !== undefined || header(r, 'x-key-truncated') !== undefined,
     timestamp: r.timestamp,
     deadLetterCount: Math.max(1, countHeader(r.headers, DEAD_LETTER_COUNT)),
     root: header(r, REPLAY_ROOT) ?? position,

@@ -138,13 +138,13 @@ async function decide(
   }
 
   let value = d.value;
+  let key = d.key;
   if (d.truncated) {
     // The dead letter holds only the first bytes: the original is still on the source topic.
     const one = await readOne(kafka, d.source.topic, d.source.partition, BigInt(d.source.offset));
     if ('gone' in one) return { deadLetter: d, outcome: 'source-gone', why: one.gone };
     const original = one.record;
-    const prefix = d.value ?? Buffer.alloc(0);
-    if (original.value === null || !original.value.subarray(0, prefix.length).equals(prefix)) {
+    if (!startsWith(original.value, d.value) || !startsWith(original.key, d.key)) {
       return {
         deadLetter: d,
         outcome: 'source-gone',
@@ -152,6 +152,7 @@ async function decide(
       };
     }
     value = original.value;
+    key = original.key;
   }
 
   if (!force && d.cls !== 'rejected') {
@@ -166,9 +167,13 @@ async function decide(
   };
   return {
     replayCount: replays + 1,
-    message: { key: d.key, value, headers, partition: d.source.partition },
+    message: { key, value, headers, partition: d.source.partition },
   };
 }
+
+/** The original's bytes begin with the dead letter's (kept whole or cut); null only matches null. */
+const startsWith = (original: Buffer | null, kept: Buffer | null): boolean =>
+  original === null || kept === null ? original === kept : original.subarray(0, kept.length).equals(kept);
 
 /** Why the record would be dead-lettered again with the current settings, or undefined. */
 function stillPoison(config: Config, d: DeadLetter, value: Buffer | null): string | undefined {
