@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import type { GrafanaDashboard } from '../../../scripts/dashboard/render-page.js';
+import type { GrafanaDashboard } from '../../../scripts/dashboard/grafana-queries.js';
 import { WorkerMetrics } from '../../../src/metrics/worker-metrics.js';
 
 const root = join(import.meta.dirname, '..', '..', '..');
