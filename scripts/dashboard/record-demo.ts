@@ -12,6 +12,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -54,6 +55,8 @@ const prometheus = await PrometheusServer.start({
   dir: promDir,
 });
 const start = Date.now() / 1000;
+// The machine's load says how much of it the run had: a shared machine draws slower panels.
+const load = loadavg()[0]!.toFixed(1);
 
 const demo = spawn(
   process.execPath,
@@ -92,7 +95,7 @@ try {
     renderPage(dashboard, lines, {
       subtitle:
         `npm run demo -- --rate ${values.rate} --duration ${values.duration} on ${new Date(start * 1000).toISOString().slice(0, 16).replace('T', ' ')} UTC, ` +
-        `${Math.round(end - start)} s, Node ${process.version}, one worker.`,
+        `${Math.round(end - start)} s, Node ${process.version}, one worker, on ${cpus().length} cores at load average ${load} when it started.`,
       method:
         `Prometheus ${version} scraped /metrics every 1 s (${scraped} scrapes); each panel is its Grafana query, answered by Prometheus's query_range at 1 s steps, ` +
         `with range selectors of ${windowS} s (the Grafana dashboard uses 1 m).`,
@@ -122,7 +125,7 @@ if (values.png) {
       '--no-sandbox', // as root, Chromium's sandbox refuses to start
       '--disable-gpu',
       '--hide-scrollbars',
-      '--window-size=1500,1230',
+      '--window-size=1500,1270',
       `--screenshot=${png}`,
       `file://${html}`,
     ],
