@@ -37,11 +37,16 @@ export async function ensureDebianCommand(tool: DebianCommand): Promise<void> {
   if (absent.length === 0) return;
   if (process.getuid?.() !== 0) throw new Error(`${absent.join(' and ')} not found: ${tool.hint}`);
   const apt = `apt-get -o DPkg::Lock::Timeout=300 -qq`;
+  // One install at a time from this project (the unit tests and the integration setup may both
+  // get here at once), and none when the one before has just brought the commands.
+  const present = tool.commands.map((c) => `command -v ${c} >/dev/null`).join(' && ');
   await run(
-    'bash',
+    'flock',
     [
+      '/tmp/rxingest-apt.lock',
+      'bash',
       '-c',
-      `${apt} update && DEBIAN_FRONTEND=noninteractive ${apt} -y --no-install-recommends install ${tool.pkg}`,
+      `${present} || { ${apt} update && DEBIAN_FRONTEND=noninteractive ${apt} -y --no-install-recommends install ${tool.pkg}; }`,
     ],
     { timeout: 10 * 60_000, maxBuffer: 16 * 1024 * 1024 },
   );
