@@ -1,4 +1,9 @@
-import type { Sample } from './promql-lite.js';
+/** One sample line of a scrape. */
+export interface Sample {
+  readonly name: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly value: number;
+}
 
 export interface ParsedText {
   /** `# TYPE` lines: metric family → counter, gauge, histogram… */

@@ -1,22 +1,26 @@
 /**
- * Runs `rxingest demo` with the worker's HTTP server on, scrapes /metrics every
- * second while it runs, and draws the Grafana dashboard's panels from those
- * scrapes into a self-contained HTML page, then (with --png) a screenshot of it
- * with headless Chromium. Grafana itself is not needed.
+ * Runs `rxingest demo` with the worker's HTTP server on and a Prometheus of its own (Debian's
+ * `prometheus`, installed as root when missing) scraping the worker's /metrics every second,
+ * then asks that Prometheus (query_range) for every panel query of the Grafana dashboard and
+ * draws the answers into a self-contained HTML page, then (with --png) a screenshot of it with
+ * headless Chromium. Grafana itself is not needed; Prometheus evaluates the PromQL.
  *
- *   npx tsx scripts/dashboard/record-demo.ts [--rate 2000] [--duration 60] [--png docs/dashboard.png] [-- demo options]
+ *   npx tsx scripts/dashboard/record-demo.ts [--rate 2000] [--duration 60] [--window-s 10] [--png docs/dashboard.png] [-- demo options]
  *
- * Scrapes and the page go to .stack/dashboard/ (not committed).
+ * --window-s: every range selector ([1m]) becomes this long, as a demo is short.
+ * Prometheus's config, TSDB and log and the page go to .stack/dashboard/ (not committed).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { parsePrometheusText } from './prometheus-text.js';
-import type { Scrape } from './promql-lite.js';
-import { type GrafanaDashboard, renderPage } from './render-page.js';
+import { ensurePrometheus } from '../prometheus/debian-package.js';
+import { freePort, PrometheusServer } from '../prometheus/server.js';
+import { type GrafanaDashboard, grafanaQueries } from './grafana-queries.js';
+import { panelData } from './panel-data.js';
+import { renderPage } from './render-page.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const { values, positionals } = parseArgs({
@@ -40,10 +44,19 @@ if (values.help) {
 
 const outDir = join(root, '.stack', 'dashboard');
 mkdirSync(outDir, { recursive: true });
-const scrapeFile = join(outDir, 'scrapes.jsonl');
-writeFileSync(scrapeFile, '');
+await ensurePrometheus();
 const port = await freePort();
-const url = `http://127.0.0.1:${port}/metrics`;
+const promDir = join(outDir, 'prometheus');
+rmSync(promDir, { recursive: true, force: true });
+const prometheus = await PrometheusServer.start({
+  targets: [`127.0.0.1:${port}`],
+  intervalS: 1,
+  ruleFiles: [join(root, 'ops', 'prometheus', 'alerts.yml')],
+  dir: promDir,
+});
+const start = Date.now() / 1000;
+// The machine's load says how much of it the run had: a shared machine draws slower panels.
+const load = loadavg()[0]!.toFixed(1);
 
 const demo = spawn(
   process.execPath,
@@ -60,47 +73,40 @@ const demo = spawn(
   ],
   { cwd: root, env: { ...process.env, HTTP_PORT: String(port) }, stdio: ['ignore', 'inherit', 'inherit'] },
 );
-const exited = new Promise<number>((r) => demo.on('exit', (code) => r(code ?? 1)));
-let running = true;
-void exited.then(() => {
-  running = false;
-});
-
-const scrapes: Scrape[] = [];
-while (running) {
-  const t = Date.now();
-  try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(900) });
-    if (res.ok) {
-      const text = await res.text();
-      scrapes.push({ t, samples: parsePrometheusText(text).samples });
-      appendFileSync(scrapeFile, `${JSON.stringify({ t, text })}\n`);
-    }
-  } catch {
-    // Not up yet, or already stopped.
-  }
-  await new Promise((r) => setTimeout(r, Math.max(0, 1000 - (Date.now() - t))));
-}
-const code = await exited;
+const code = await new Promise<number>((r) => demo.on('exit', (c) => r(c ?? 1)));
+const end = Date.now() / 1000;
 if (code !== 0) process.stderr.write(`record-demo: the demo exited ${code}\n`);
-if (scrapes.length < 2) {
-  process.stderr.write(`record-demo: only ${scrapes.length} scrapes of ${url}; nothing to draw\n`);
-  process.exit(1);
-}
 
 const dashboard = JSON.parse(
   readFileSync(join(root, 'ops', 'grafana', 'dashboards', 'rxingest.json'), 'utf8'),
 ) as GrafanaDashboard;
-const seconds = Math.round((scrapes.at(-1)!.t - scrapes[0]!.t) / 1000);
-const page = renderPage(dashboard, scrapes, {
-  subtitle:
-    `npm run demo -- --rate ${values.rate} --duration ${values.duration} on ${new Date(scrapes[0]!.t).toISOString().slice(0, 16).replace('T', ' ')} UTC, ` +
-    `${seconds} s of scrapes, Node ${process.version}, one worker.`,
-  maxWindowS: Number(values['window-s']),
-});
+const windowS = Number(values['window-s']);
+const queries = grafanaQueries(dashboard, { interval: `${windowS}s`, window: `${windowS}s` });
 const html = join(outDir, 'index.html');
-writeFileSync(html, page);
-process.stderr.write(`record-demo: ${scrapes.length} scrapes in ${scrapeFile}\nrecord-demo: page ${html}\n`);
+try {
+  const up = await prometheus.query(`sum_over_time(up{job="rxingest"}[${Math.ceil(end - start) + 5}s])`);
+  const scraped = up[0]?.values[0]?.[1] ?? 0;
+  if (scraped < 2) throw new Error(`Prometheus scraped the worker ${scraped} times; nothing to draw`);
+  const { lines, answers } = await panelData(prometheus, dashboard, queries, { start, end, stepS: 1 });
+  const seriesCount = answers.reduce((n, a) => n + a.series.length, 0);
+  const version = await prometheus.version();
+  writeFileSync(
+    html,
+    renderPage(dashboard, lines, {
+      subtitle:
+        `npm run demo -- --rate ${values.rate} --duration ${values.duration} on ${new Date(start * 1000).toISOString().slice(0, 16).replace('T', ' ')} UTC, ` +
+        `${Math.round(end - start)} s, Node ${process.version}, one worker, on ${cpus().length} cores at load average ${load} when it started.`,
+      method:
+        `Prometheus ${version} scraped /metrics every 1 s (${scraped} scrapes); each panel is its Grafana query, answered by Prometheus's query_range at 1 s steps, ` +
+        `with range selectors of ${windowS} s (the Grafana dashboard uses 1 m).`,
+    }),
+  );
+  process.stderr.write(
+    `record-demo: ${scraped} scrapes, ${queries.length} queries, ${seriesCount} series\nrecord-demo: page ${html}\n`,
+  );
+} finally {
+  await prometheus.stop();
+}
 
 if (values.png) {
   const png = resolve(values.png);
@@ -119,7 +125,7 @@ if (values.png) {
       '--no-sandbox', // as root, Chromium's sandbox refuses to start
       '--disable-gpu',
       '--hide-scrollbars',
-      '--window-size=1500,1230',
+      '--window-size=1500,1270',
       `--screenshot=${png}`,
       `file://${html}`,
     ],
@@ -134,15 +140,4 @@ if (values.png) {
     spawnSync('pngquant', ['--force', '--skip-if-larger', '--quality', '60-90', '--output', png, png]);
   }
   process.stderr.write(`record-demo: screenshot ${png} (${Math.round(statSync(png).size / 1024)} KB)\n`);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolvePort(port));
-    });
-  });
 }

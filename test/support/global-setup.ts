@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
+import { ensureDebianCommand, ensurePrometheus } from '../../scripts/prometheus/debian-package.js';
 import { stopSecureStackIfStartedBy } from './secure-stack.js';
 
 const run = promisify(execFile);
@@ -13,27 +14,17 @@ const servers = async (): Promise<Set<string>> => {
 };
 
 /**
- * kcat (librdkafka) is the integration tests' independent Kafka reader. As root (CI, these
- * machines) it is installed from Debian's packages when missing; otherwise say how.
+ * kcat (librdkafka) is the integration tests' independent Kafka reader; Prometheus scrapes a
+ * worker and evaluates the dashboard's queries and the alert rules. As root (CI, these
+ * machines) both are installed from Debian's packages when missing; otherwise say how.
  */
-async function ensureKcat(): Promise<void> {
-  try {
-    await run('kcat', ['-V']);
-    return;
-  } catch {}
-  if (process.getuid?.() !== 0) {
-    throw new Error(
-      'the integration tests need kcat (Debian/Ubuntu: apt-get install kcat; macOS: brew install kcat)',
-    );
-  }
-  await run(
-    'bash',
-    ['-c', 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat'],
-    {
-      timeout: 10 * 60_000,
-    },
-  );
-}
+const ensureKcat = () =>
+  ensureDebianCommand({
+    commands: ['kcat'],
+    versionArgs: ['-V'],
+    pkg: 'kcat',
+    hint: 'the integration tests need it (Debian/Ubuntu: apt-get install kcat; macOS: brew install kcat)',
+  });
 
 /**
  * Brings the real local stack up when it is not already running, and on teardown
@@ -41,6 +32,7 @@ async function ensureKcat(): Promise<void> {
  */
 export default async function setup(): Promise<() => Promise<void>> {
   await ensureKcat();
+  await ensurePrometheus();
   const before = await servers();
   try {
     await stack('up');

@@ -1,5 +1,4 @@
-import type { ParsedText } from '../../scripts/dashboard/prometheus-text.js';
-import type { Sample } from '../../scripts/dashboard/promql-lite.js';
+import type { ParsedText, Sample } from '../../scripts/dashboard/prometheus-text.js';
 
 /**
  * The contract's metrics ("Operating it") and their labels: what every scrape
