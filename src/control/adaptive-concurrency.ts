@@ -13,7 +13,7 @@ export const DEFAULT_ADAPTIVE_CONCURRENCY: AdaptiveConcurrencySettings = {
 
 /** What one request's answer said about the destination's load. */
 export interface LimiterOutcome {
-  /** How long the request took; measured from the grant when omitted. */
+  /** How long the request took; measured from the grant when omitted; NaN: not a measure of load. */
   readonly rttMs?: number;
   /**
    * The destination pushed back: HTTP 429 or 5xx, a timeout, a connection error, or
@@ -210,7 +210,7 @@ export class AdaptiveConcurrencyLimiter {
     }
     next = Math.min(max, Math.max(min, next));
     if (cycleRtt !== undefined) this.past.update(cycleRtt);
-    const cycleLength = this.past.started ? this.past.mean : lastRttMs;
+    const cycleLength = this.past.started ? this.past.mean : Number.isFinite(lastRttMs) ? lastRttMs : 0;
     this.nextUpdateAt = now + Math.max(0, cycleLength);
     this.cycle = { rttSum: 0, rttCount: 0, backpressure: false, reachedLimit: false };
     if (next < this.current) this.generation++;

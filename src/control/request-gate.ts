@@ -34,10 +34,12 @@ export class AdmissionGate implements RequestGate {
     const sentAt = this.clock.now();
     let released = false;
     return {
-      release: ({ result }: RequestOutcome) => {
+      release: ({ result, timesWrites = true }: RequestOutcome) => {
         if (released) return;
         released = true;
-        const rttMs = this.clock.now() - sentAt;
+        // Only the writes' round trips feed the limit's moving mean: reads answer in a
+        // fraction of a bulk's time, and mixed in they hide a cluster whose writes slowed down.
+        const rttMs = timesWrites ? this.clock.now() - sentAt : Number.NaN;
         switch (result) {
           case 'ok':
             ticket.success();

@@ -36,11 +36,11 @@ export async function attemptRequest<T>(
   try {
     const value = await send();
     observer.request(op, (performance.now() - started) / 1000);
-    pass.release({ result: judge(value) });
+    pass.release({ result: judge(value), timesWrites: op === 'bulk' });
     return { done: true, value };
   } catch (err) {
     observer.request(op, (performance.now() - started) / 1000);
-    pass.release({ result: errorOutcome(err) });
+    pass.release({ result: errorOutcome(err), timesWrites: op === 'bulk' });
     if (classifyError(err) === 'transient') {
       return {
         done: false,

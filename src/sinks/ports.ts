@@ -107,6 +107,11 @@ export interface RequestOutcome {
    * - `unsent`: abandoned before an answer (aborted): counts neither way.
    */
   readonly result: 'ok' | 'pushback' | 'failed' | 'unsent';
+  /**
+   * Whether the round trip says how loaded the destination's writes are (a bulk), so the
+   * concurrency limit may learn from it; a read's (an mget) does not. Default true.
+   */
+  readonly timesWrites?: boolean;
 }
 
 /**

@@ -129,6 +129,24 @@ describe('AdmissionGate', () => {
     expect(limiter.rtt?.mean).toBe(30);
   });
 
+  it("only the writes' round trips feed the limit: fast reads mixed in do not hide writes that slowed down", async () => {
+    const { gate: g, clock, limiter, limits } = gate({ limit: 8 });
+    const roundTrip = async (ms: number, timesWrites: boolean) => {
+      const pass = await g.acquire();
+      await clock.advance(ms);
+      pass.release({ result: 'ok', timesWrites });
+    };
+    for (let i = 0; i < 8; i++) {
+      await roundTrip(100 + (i % 3), true);
+      await roundTrip(5, false);
+    }
+    expect(limiter.rtt?.mean).toBeGreaterThan(99); // the reads' 5 ms never entered the mean
+    expect(limiter.rtt?.mean).toBeLessThan(103);
+    await roundTrip(5, false);
+    await roundTrip(2_100, true); // the cluster's writes now take 2 s
+    expect(limits.at(-1)).toBeLessThan(8);
+  });
+
   it('time spent waiting for a permit does not count toward a slow call', async () => {
     const { gate: g, clock, breaker } = gate({ limit: 1, slowCallMs: 500 });
     const first = await g.acquire();
