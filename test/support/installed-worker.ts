@@ -121,3 +121,24 @@ export async function stopWithSigterm(
   const code = await worker.exited;
   return { code, tail: logTail(worker) };
 }
+
+/** Starts the worker on its own deployment, checks it ingests, stops it; returns its exit code. */
+export async function startIngestStop(
+  prefixName: string,
+  spawn: (env: Record<string, string>, label: string) => WorkerProcess,
+): Promise<{ code: number | string; tail: string }> {
+  const d = await installDeployment(prefixName);
+  let worker: WorkerProcess | undefined;
+  try {
+    worker = spawn(d.env, `${d.names.group}-${prefixName}`);
+    await started(worker);
+    await ingestsAFew(worker, d);
+    return await stopWithSigterm(worker);
+  } finally {
+    if (worker && worker.child.exitCode === null && worker.child.signalCode === null) {
+      worker.child.kill('SIGKILL');
+      await worker.exited;
+    }
+    await d.close();
+  }
+}
