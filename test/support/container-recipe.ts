@@ -246,41 +246,60 @@ function copyStep(
 /**
  * Follows every stage of the recipe on this machine: WORKDIR, ENV and COPY as Docker does
  * them, each RUN through `/bin/sh -c` in the stage's working directory, with the stage's
- * environment. Returns where each stage ended up.
+ * environment. Stages run side by side as BuildKit runs them, a `COPY --from` waiting for
+ * its stage to finish. Returns where each stage ended up.
  */
 export async function layOutStages(recipe: Recipe, options: LayOptions): Promise<Map<string, LaidOutStage>> {
+  const stages = new Map<string, Promise<LaidOutStage>>();
+  const finished = (name: string) => {
+    const stage = stages.get(name);
+    if (stage === undefined) throw new Error(`COPY --from=${name}: no earlier stage of that name`);
+    return stage;
+  };
+  for (const stage of recipe.stages) stages.set(stage.name, layOutStage(stage, options, finished));
+  // Every stage settles before a failure is reported: none is left running behind it.
+  const settled = await Promise.allSettled(stages.values());
+  const failed = settled.find((r) => r.status === 'rejected');
+  if (failed) throw failed.reason;
   const laid = new Map<string, LaidOutStage>();
-  for (const stage of recipe.stages) {
-    const root = join(options.into, stage.name);
-    mkdirSync(root, { recursive: true });
-    let workdir = '/';
-    let env: Record<string, string> = {};
-    for (const step of stage.steps) {
-      if (step.kind === 'workdir') {
-        workdir = step.dir;
-        mkdirSync(inStage(root, workdir), { recursive: true });
-      } else if (step.kind === 'env') {
-        env = { ...env, ...step.vars };
-      } else if (step.kind === 'copy') {
-        copyStep(step, root, workdir, options);
-      } else {
-        const started = Date.now();
-        try {
-          await run('/bin/sh', ['-c', step.command], {
-            cwd: inStage(root, workdir),
-            env: { ...options.runEnv(root), ...env },
-            maxBuffer: 64 * 1024 * 1024,
-          });
-        } catch (err) {
-          const e = err as Error & { stdout?: string; stderr?: string };
-          throw new Error(
-            `RUN ${step.command} (stage ${stage.name}) failed: ${e.message}\n${e.stdout ?? ''}\n${e.stderr ?? ''}`,
-          );
-        }
-        options.onRun?.(stage.name, step.command, Date.now() - started);
-      }
-    }
-    laid.set(stage.name, { name: stage.name, root, workdir: inStage(root, workdir) });
-  }
+  for (const r of settled) if (r.status === 'fulfilled') laid.set(r.value.name, r.value);
   return laid;
+}
+
+async function layOutStage(
+  stage: RecipeStage,
+  options: LayOptions,
+  finished: (name: string) => Promise<LaidOutStage>,
+): Promise<LaidOutStage> {
+  const root = join(options.into, stage.name);
+  mkdirSync(root, { recursive: true });
+  let workdir = '/';
+  let env: Record<string, string> = {};
+  for (const step of stage.steps) {
+    if (step.kind === 'workdir') {
+      workdir = step.dir;
+      mkdirSync(inStage(root, workdir), { recursive: true });
+    } else if (step.kind === 'env') {
+      env = { ...env, ...step.vars };
+    } else if (step.kind === 'copy') {
+      if (step.from !== undefined) await finished(step.from);
+      copyStep(step, root, workdir, options);
+    } else {
+      const started = Date.now();
+      try {
+        await run('/bin/sh', ['-c', step.command], {
+          cwd: inStage(root, workdir),
+          env: { ...options.runEnv(root), ...env },
+          maxBuffer: 64 * 1024 * 1024,
+        });
+      } catch (err) {
+        const e = err as Error & { stdout?: string; stderr?: string };
+        throw new Error(
+          `RUN ${step.command} (stage ${stage.name}) failed: ${e.message}\n${e.stdout ?? ''}\n${e.stderr ?? ''}`,
+        );
+      }
+      options.onRun?.(stage.name, step.command, Date.now() - started);
+    }
+  }
+  return { name: stage.name, root, workdir: inStage(root, workdir) };
 }
