@@ -54,20 +54,26 @@ beforeAll(async () => {
   prefix = join(work, 'global');
   mkdirSync(prefix);
   await timed('git clone', () => sh('git', ['clone', '--quiet', repo, clone]));
-  await timed('npm install (clone)', () => npm(['install', '--no-audit', '--no-fund'], clone));
+  // --prefer-offline: metadata from npm's cache where it has it, for time; the lockfile (and,
+  // for the tarball, the ranges in package.json) still decide what is installed.
+  await timed('npm install (clone)', () =>
+    npm(['install', '--prefer-offline', '--no-audit', '--no-fund'], clone),
+  );
   // prepack builds dist/ afresh: the tarball carries what this HEAD compiles to.
   const packed = await timed('npm pack (clone, build included)', () =>
     npm(['pack', '--json', '--pack-destination', work], clone),
   );
   tarball = join(work, (JSON.parse(packed.stdout) as { filename: string }[])[0]!.filename);
   await timed('npm install -g (tarball)', () =>
-    npm(['install', '-g', '--prefix', prefix, '--no-audit', '--no-fund', tarball], work),
+    npm(['install', '-g', '--prefix', prefix, '--prefer-offline', '--no-audit', '--no-fund', tarball], work),
   );
   console.log(`installs in ${work}\n  ${timings.join('\n  ')}`);
 }, 600_000);
 
 afterAll(() => {
+  const t0 = Date.now();
   if (work) rmSync(work, { recursive: true, force: true });
+  console.log(`removed in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 });
 
 describe('installed from a clone and from a packed tarball', () => {
