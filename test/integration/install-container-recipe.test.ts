@@ -73,6 +73,9 @@ function stageHome(stageRoot: string): string {
 }
 
 beforeAll(async () => {
+  if (process.getuid?.() !== 0) {
+    throw new Error('the recipe test starts the worker as uid 1000 (the image’s USER node): run it as root');
+  }
   const tStart = Date.now();
   work = mkdtempSync(join(tmpdir(), 'rxingest-image-'));
   // The `node` user must reach /app as it would in the image (where / is 755).
