@@ -1,21 +1,28 @@
 # syntax=docker/dockerfile:1
-# The rxingest worker. Build: docker build -t rxingest .   Run: see README "Operations".
+# The rxingest worker. Build: docker build -t rxingest .   Run: see docs/container.md.
+# Every install and build step is in scripts/image/build-steps.sh, which the recipe test
+# (test/integration/install-container-recipe.test.ts) runs the same way, without an engine.
 
 # Build stage: compile TypeScript with the dev dependencies.
 FROM node:20-alpine AS build
 WORKDIR /app
+# patches/ before the install: npm ci's postinstall patches kafkajs from it.
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+COPY patches ./patches
+COPY scripts/image/build-steps.sh ./scripts/image/
+RUN sh scripts/image/build-steps.sh deps
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-RUN npm run build
+RUN sh scripts/image/build-steps.sh compile
 
 # Runtime stage: production dependencies and the compiled worker only, as the unprivileged `node` user.
 FROM node:20-alpine AS runtime
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY patches ./patches
+COPY scripts/image/build-steps.sh ./scripts/image/
+RUN sh scripts/image/build-steps.sh runtime
 COPY --from=build /app/dist ./dist
 COPY examples ./examples
 USER node

@@ -41,25 +41,50 @@ export interface SpawnWorkerOptions {
   readonly via?: 'tsx' | 'npm-start';
   /** Variables taken out of the environment, to run on their defaults (HTTP_PORT included). */
   readonly unset?: readonly string[];
+  /** Where npm start runs (an installed copy, not this checkout); the current directory by default. */
+  readonly cwd?: string;
+  /**
+   * Another way in, as an installed copy starts it: this command, in this directory, as this
+   * user, with only `env` (and PATH) for an environment, as a container gives it. Replaces `via`.
+   */
+  readonly launch?: WorkerLaunch;
+}
+
+export interface WorkerLaunch {
+  readonly command: string;
+  readonly args: readonly string[];
+  readonly cwd: string;
+  readonly uid?: number;
+  readonly gid?: number;
+  /** Start from an empty environment (PATH kept) rather than the test's own. */
+  readonly cleanEnv?: boolean;
 }
 
 export function spawnWorker(
   env: Record<string, string>,
   name: string,
-  { via = 'tsx', unset = [] }: SpawnWorkerOptions = {},
+  { via = 'tsx', unset = [], cwd, launch }: SpawnWorkerOptions = {},
 ): WorkerProcess {
   const dir = join(process.cwd(), '.stack', 'logs');
   mkdirSync(dir, { recursive: true });
   const logFile = join(dir, `${name}.log`);
   const log = createWriteStream(logFile, { flags: 'a' });
   // HTTP off unless a test asks for it: the default port would clash between workers.
-  const childEnv: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'info', HTTP_PORT: '0', ...env };
+  const base: NodeJS.ProcessEnv = launch?.cleanEnv ? { PATH: process.env.PATH } : process.env;
+  const childEnv: NodeJS.ProcessEnv = { ...base, LOG_LEVEL: 'info', HTTP_PORT: '0', ...env };
   for (const v of unset) delete childEnv[v];
-  const [command, args] =
-    via === 'npm-start'
+  const [command, args] = launch
+    ? [launch.command, [...launch.args]]
+    : via === 'npm-start'
       ? ['npm', ['start']]
       : [process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'worker']];
-  const child = spawn(command, args, { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command, args, {
+    env: childEnv,
+    cwd: launch?.cwd ?? cwd,
+    uid: launch?.uid,
+    gid: launch?.gid,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   child.stdout?.pipe(log);
   child.stderr?.pipe(log);
   let maxRss = 0;
