@@ -21,6 +21,9 @@ beforeAll(async () => {
     partitions: PARTITIONS,
     servers: { ...stackEnv, esNode: node.url },
     asShipped: true,
+    // No trigger rules: the low topic's events would add triggers the contract check of the
+    // high topic does not expect (triggers once is proved by the other end-to-end tests).
+    rules: [],
   });
 });
 
@@ -160,11 +163,9 @@ describe('the Elasticsearch circuit breaker in a running worker', () => {
     ).toBe(true);
     // The low topic's events, checked by id, then set aside: the contract check reads the high topic.
     expect((await indexedByTopic(p.es, p.names.events)).get(low)).toEqual(idsOf(lowRecords));
-    await p.es.deleteByQuery({
-      index: p.names.events,
-      query: { term: { 'origin.topic': low } },
+    await p.es.bulk({
       refresh: true,
-      conflicts: 'proceed',
+      operations: [...idsOf(lowRecords)].map((id) => ({ delete: { _index: p.names.events, _id: id } })),
     });
     const expected = p.expected();
     const d = await p.assertContract(expected);
@@ -298,26 +299,16 @@ describe('the Elasticsearch circuit breaker in a running worker', () => {
       const slowFrom = Date.now();
       let lowest = limitBefore;
       let worstState = 0;
-      const trace: string[] = [];
       const watch = async () => {
         const m = await scrape(port);
-        trace.push(
-          `${Date.now() - slowFrom}:${sampleValue(m, 'rxingest_es_concurrency_limit')}/${sumOf(m, 'rxingest_es_request_duration_seconds_count')}/${sumOf(m, 'rxingest_es_request_duration_seconds_sum').toFixed(1)}`,
-        );
-        if (trace.length % 20 === 0) process.stdout.write(`[slow-trace] ${trace.slice(-20).join(' ')}\n`);
         lowest = Math.min(lowest, sampleValue(m, 'rxingest_es_concurrency_limit') ?? Number.NaN);
         worstState = Math.max(
           worstState,
           sampleValue(m, 'rxingest_breaker_state', { target: 'elasticsearch' }) ?? 2,
         );
       };
-      const seen: number[] = [];
-      const lowered = () =>
-        watch().then(() => {
-          if (seen.at(-1) !== lowest) seen.push(lowest);
-          return lowest < limitBefore;
-        });
-      await waitFor(`the concurrency limit to come down from ${limitBefore} (seen ${seen})`, lowered, {
+      const lowered = () => watch().then(() => lowest < limitBefore);
+      await waitFor(`the concurrency limit to come down from ${limitBefore}`, lowered, {
         timeoutMs: 60_000,
         intervalMs: 250,
       });
