@@ -22,7 +22,7 @@ import {
   uniqueName,
   waitFor,
 } from './stack.js';
-import { spawnWorker, type WorkerProcess } from './worker-process.js';
+import { atShippedDefaults, spawnWorker, type WorkerProcess } from './worker-process.js';
 
 /** What differs from the contract's state (all zero, and committed at the end, when it holds). */
 export interface Differences {
@@ -54,6 +54,8 @@ export interface PipelineOptions {
   readonly noAutoCreate?: boolean;
   /** max.message.bytes of the input and DLQ topics (oversize poison must reach the worker). */
   readonly maxMessageBytes?: number;
+  /** Workers on the shipped defaults: none of the speed tunings (see SPEED_TUNINGS). */
+  readonly asShipped?: boolean;
 }
 
 export const WELCOME_RULE: TriggerRule = {
@@ -116,7 +118,7 @@ export class Pipeline {
     this.es = new Client({ node: this.servers.esNode, requestTimeout: 60_000 });
     const rulesFile = join(tmpdir(), `${name}-rules.json`);
     writeFileSync(rulesFile, JSON.stringify(this.rules));
-    this.env = {
+    const env: Record<string, string> = {
       INGEST_TOPICS: this.names.topic,
       INGEST_GROUP: this.names.group,
       DLQ_TOPIC: this.names.dlq,
@@ -136,6 +138,7 @@ export class Pipeline {
       TOMBSTONES: options.tombstones ?? 'dead-letter',
       ...options.env,
     };
+    this.env = options.asShipped ? atShippedDefaults(env) : env;
   }
 
   static async create(prefix: string, options: PipelineOptions = {}): Promise<Pipeline> {
