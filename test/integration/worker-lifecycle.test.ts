@@ -8,7 +8,7 @@ import type { IngestMessage } from '../../src/model/message.js';
 import { startWorker } from '../../src/worker/worker.js';
 import { listeningSockets } from '../support/listening-sockets.js';
 import { createTopics, kafkaClient, uniqueName, waitFor } from '../support/stack.js';
-import { isolatedWorkerEnv, spawnWorker } from '../support/worker-process.js';
+import { atShippedDefaults, isolatedWorkerEnv, spawnWorker } from '../support/worker-process.js';
 
 const kafka = kafkaClient();
 const admin = kafka.admin();
@@ -97,6 +97,47 @@ describe('worker process', () => {
         async () => (await committedTotal(env.INGEST_TOPICS!, env.INGEST_GROUP!)) === total,
         { timeoutMs: 30_000 },
       );
+    } finally {
+      w.child.kill('SIGTERM');
+      expect(await w.exited).toBe(0);
+    }
+  });
+
+  it('at the shipped COMMIT_* and BATCH_* settings, commits a burst and then a lone record with nothing new arriving, each within seconds', async () => {
+    const name = uniqueName('quietdefaults');
+    const env = atShippedDefaults(isolatedEnv(name));
+    const topic = env.INGEST_TOPICS!;
+    await createTopics([{ topic, numPartitions: 1 }]);
+    const w = spawnWorker(env, name);
+    const committedWithin = async (total: number) => {
+      const from = Date.now();
+      await waitFor(
+        `${total} committed`,
+        async () => (await committedTotal(topic, env.INGEST_GROUP!)) === total,
+        {
+          timeoutMs: 30_000,
+          intervalMs: 50,
+        },
+      );
+      return Date.now() - from;
+    };
+    try {
+      await waitFor('the worker to own its partition', () =>
+        readFileSync(w.logFile, 'utf8').includes('partition assigned'),
+      );
+      // More than BATCH_MAX (500) at once: committable when the partition goes quiet.
+      const burst = await produce(topic, 1_000, 52);
+      const burstMs = await committedWithin(burst);
+      // One record, far fewer than BATCH_MAX: only COMMIT_INTERVAL_MS (500) commits it.
+      const lone = await produce(topic, 1, 53);
+      const loneMs = await committedWithin(burst + lone);
+      process.stdout.write(
+        `[quiet commits at defaults] ${JSON.stringify({ burst, burstMs, lone, loneMs })}\n`,
+      );
+      // Nothing else arrives: a worker that committed only on new input, or only at COMMIT_EVERY
+      // (5,000 records), would leave both uncommitted until the wait's end.
+      expect(burstMs, 'the burst committed after it was acknowledged').toBeLessThan(5_000);
+      expect(loneMs, 'the lone record committed after it was acknowledged').toBeLessThan(5_000);
     } finally {
       w.child.kill('SIGTERM');
       expect(await w.exited).toBe(0);
