@@ -14,14 +14,17 @@ type Mode =
   /** Answers `status` without forwarding: a gateway with no healthy node behind it. */
   | { readonly kind: 'refuse'; readonly status: number }
   /** Forwards, lets the node do the work, then answers `status` instead of its answer (paths ending with `suffix`). */
-  | { readonly kind: 'lose-answer'; readonly status: number; readonly suffix: string };
+  | { readonly kind: 'lose-answer'; readonly status: number; readonly suffix: string }
+  /** Forwards each request whose path ends with `suffix` only after `ms`: a cluster slow to answer. */
+  | { readonly kind: 'delay'; readonly ms: number; readonly suffix: string };
 
 /**
  * An HTTP proxy in front of a real Elasticsearch that a test can make answer 5xx for a
  * while, as a load balancer or gateway in front of a cluster does: a real node rarely
  * answers 5xx on demand. `refuse(503)` answers every request itself, forwarding nothing;
  * `loseAnswers(502, '/_bulk')` forwards every request and replaces the node's answer to
- * each bulk (the writes happened, the client never hears of them); `forward()` passes
+ * each bulk (the writes happened, the client never hears of them); `delay(1000, '/_bulk')`
+ * forwards each bulk a second late (a slow cluster that still answers); `forward()` passes
  * everything through again.
  * `made` counts the answers it made up, by request path (`_bulk`, `_mget`, …).
  */
@@ -54,6 +57,11 @@ export class HttpFaultProxy {
     this.mode = { kind: 'lose-answer', status, suffix };
   }
 
+  /** From now on, requests whose path ends with `suffix` (all when omitted) reach the node `ms` late. */
+  delay(ms: number, suffix = ''): void {
+    this.mode = { kind: 'delay', ms, suffix };
+  }
+
   forward(): void {
     this.mode = { kind: 'forward' };
   }
@@ -81,6 +89,15 @@ export class HttpFaultProxy {
       req.once('end', () => this.answer(res, path, mode.status));
       return;
     }
+    if (mode.kind === 'delay' && path.endsWith(mode.suffix)) {
+      req.pause();
+      setTimeout(() => this.forwardRequest(req, res, path, { kind: 'forward' }), mode.ms);
+      return;
+    }
+    this.forwardRequest(req, res, path, mode);
+  }
+
+  private forwardRequest(req: IncomingMessage, res: ServerResponse, path: string, mode: Mode): void {
     const upstream = request(
       {
         host: this.target.hostname,
