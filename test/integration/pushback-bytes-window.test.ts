@@ -6,6 +6,7 @@ import { Pipeline } from '../support/pipeline.js';
 import { HttpFaultProxy } from '../support/http-fault-proxy.js';
 import { stackEnv, waitFor } from '../support/stack.js';
 import { sampleGauge, scrape } from '../support/worker-observation.js';
+import { whileRunning } from '../support/worker-process.js';
 
 /** 64 MB of events: four times HIGH_WATER_BYTES's default (16 MiB). */
 const EVENTS = 320;
@@ -65,12 +66,16 @@ describe('the in-flight window in bytes (HIGH_WATER_BYTES)', () => {
     await p.produce(largeEvents());
     const port = await freePort(9530);
     // HIGH_WATER_BYTES, HIGH_WATER and the fetch and batch sizes at their defaults.
-    p.spawn('w', p.controlEnv(port));
-    await waitFor('the worker to serve /metrics', () => scrape(port), { timeoutMs: 90_000 });
+    const w = p.spawn('w', p.controlEnv(port));
+    await whileRunning(
+      w,
+      'starting',
+      waitFor('the worker to serve /metrics', () => scrape(port), { timeoutMs: 90_000 }),
+    );
     const bytes = sampleGauge(port, 'rxingest_in_flight_bytes', 20);
     const paused = sampleGauge(port, 'rxingest_partition_paused', 20, { reason: 'backpressure' });
     try {
-      await p.waitForEnd(180_000);
+      await whileRunning(w, 'draining', p.waitForEnd(180_000));
     } finally {
       bytes.stop();
       paused.stop();

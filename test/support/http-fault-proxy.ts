@@ -105,6 +105,9 @@ export class HttpFaultProxy {
         method: req.method,
         path: req.url,
         headers: req.headers,
+        // A fresh connection per request: a kept-alive one the node has just closed would
+        // fail the request here, and the client would see a fault that no test asked for.
+        agent: false,
       },
       (answer) => {
         if (mode.kind === 'lose-answer' && path.endsWith(mode.suffix)) {
