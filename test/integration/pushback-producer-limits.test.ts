@@ -153,7 +153,7 @@ describe('tier 2: lag to producers, with a real worker and rxingest produce', ()
 });
 
 describe('tier 2 at the shipped settings', () => {
-  it('at the shipped PRODUCER_LIMIT_* and LAG_INTERVAL_MS: a producer outrunning the worker is limited once lag passes 50,000, and lag stops growing', async () => {
+  it('at the shipped PRODUCER_LIMIT_* and LAG_INTERVAL_MS: a producer outrunning the worker is limited once lag passes 50,000, lag stops growing, the limit is lifted by itself once the lag is gone, nothing is lost', async () => {
     // Every bulk reaches Elasticsearch a second late: one partition with two batches of 500 in
     // flight drains at most about 1,000 records/s, while the application asks 5,000 msg/s.
     const proxy = await HttpFaultProxy.to(stackEnv.esNode);
@@ -244,7 +244,30 @@ describe('tier 2 at the shipped settings', () => {
       expect(stats.throttledMs, 'the producer waited for its limit').toBeGreaterThan(0);
       expect(after.length, 'lag samples after the limit took hold').toBeGreaterThan(0);
       expect(afterMax, 'lag after the limit took hold').toBeLessThanOrEqual(peak);
+
+      // Elasticsearch answers at once again and the producer has stopped: the worker drains,
+      // and at or below PRODUCER_LIMIT_LAG_LOW the limit grows by a quarter each reading until
+      // it is twice the drain rate, then is lifted by itself.
       proxy.forward();
+      const forwardAt = Date.now();
+      await q.waitForEnd(120_000, 250);
+      const drainedAt = Date.now();
+      const lifted = await waitFor(
+        'the limit to be lifted',
+        () => linesStarting(w, `producer limit on ${topic} lifted`)[0],
+        { timeoutMs: 90_000, intervalMs: 250 },
+      );
+      await q.es.indices.refresh({ index: q.names.events });
+      const indexed = (await q.es.count({ index: q.names.events })).count;
+      process.stdout.write(
+        `[pushback-producer-limits defaults, lifted] ${JSON.stringify({
+          drainedAfterMs: drainedAt - forwardAt,
+          liftedAfterDrainedMs: lifted.time - drainedAt,
+          indexed,
+          sent,
+        })}\n`,
+      );
+      expect(indexed, 'every event sent indexed once').toBe(sent);
       w.child.kill('SIGTERM');
       expect(await w.exited).toBe(0);
     } finally {
