@@ -241,22 +241,17 @@ describe('worker process', () => {
 });
 
 describe('backpressure', () => {
-  it('pauses a partition at the high-water mark while enrich is slow, and drains afterwards', async () => {
+  it('at the shipped HIGH_WATER / LOW_WATER, pauses a partition at the high-water mark while enrich is slow, and drains afterwards', async () => {
     const name = uniqueName('backpressure');
     const env = isolatedEnv(name);
     await createTopics([{ topic: env.INGEST_TOPICS!, numPartitions: 1 }]);
     // Kafka hands out whole record batches, so keep the producer's batches small too.
-    const [seed, count] = [31, 3_000];
+    const [seed, count] = [31, 8_000];
     const total = await produce(env.INGEST_TOPICS!, count, seed, 50);
-    const highWater = 200;
-    const fetchBytes = 16_384;
-    const config = loadConfig({
-      ...env,
-      HIGH_WATER: String(highWater),
-      LOW_WATER: '100',
-      KAFKA_MAX_BYTES_PER_PARTITION: String(fetchBytes),
-      LOG_LEVEL: 'warn',
-    });
+    // HIGH_WATER, LOW_WATER and KAFKA_MAX_BYTES_PER_PARTITION at their defaults.
+    const highWater = 2_000;
+    const fetchBytes = 262_144;
+    const config = loadConfig({ ...atShippedDefaults(env), LOG_LEVEL: 'warn' });
     // 1 ms per message, one client at a time per client: far slower than Kafka can deliver.
     const enrich = async (m: IngestMessage) => {
       await new Promise((r) => setTimeout(r, 1));
