@@ -120,11 +120,9 @@ beforeAll(async () => {
       ES_NODE: proxy.url,
       REDIS_URL: stackEnv.redisUrl,
       REDIS_KEY_PREFIX: `${name}:`,
-      KAFKA_SESSION_TIMEOUT_MS: '6000',
       // The input topic appears only after the test has seen /readyz answer "not joined".
       KAFKA_TOPIC_WAIT_MS: '120000',
-      COMMIT_INTERVAL_MS: '200',
-      RETRY_MAX_MS: '500',
+      // Everything else (commits, retries, session, the readiness checks) as shipped.
       HTTP_HOST: '127.0.0.1',
       HTTP_PORT: String(port),
     },

@@ -295,7 +295,7 @@ describe('the Elasticsearch circuit breaker in a running worker', () => {
     await throughProxy('pb-brslow', 95, 15_000, async ({ proxy, w, port }) => {
       const limitBefore = sampleValue(await scrape(port), 'rxingest_es_concurrency_limit') ?? Number.NaN;
       expect(limitBefore).toBeGreaterThan(0);
-      proxy.delayAnswers(2_000, '/_bulk');
+      proxy.delay(2_000, '/_bulk');
       const slowFrom = Date.now();
       let lowest = limitBefore;
       let worstState = 0;

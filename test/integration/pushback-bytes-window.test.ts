@@ -2,26 +2,40 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WorkloadRecord } from '../../src/generator/workload.js';
 import { freePort } from '../support/extra-es-node.js';
+import { HttpFaultProxy } from '../support/http-fault-proxy.js';
 import { Pipeline } from '../support/pipeline.js';
-import { waitFor } from '../support/stack.js';
+import { stackEnv, waitFor } from '../support/stack.js';
 import { sampleGauge, scrape } from '../support/worker-observation.js';
+import { whileRunning } from '../support/worker-process.js';
 
-const EVENTS = 160;
+/** 64 MB of events: four times HIGH_WATER_BYTES's default (16 MiB). */
+const EVENTS = 320;
 const PAYLOAD = 200 * 1024;
-const HIGH_WATER_BYTES = 1024 * 1024;
+/** HIGH_WATER_BYTES's and KAFKA_MAX_BYTES_PER_PARTITION's defaults. */
+const HIGH_WATER_BYTES = 16 * 1024 * 1024;
 const FETCH_BYTES = 256 * 1024;
 
 let p: Pipeline;
+let proxy: HttpFaultProxy;
 
 beforeAll(async () => {
-  p = await Pipeline.create('pb-bytes', { partitions: 1 });
+  // Each bulk reaches Elasticsearch half a second late: fetching outruns the writes, so that
+  // what the partition holds is bounded by the byte window alone.
+  proxy = await HttpFaultProxy.to(stackEnv.esNode);
+  proxy.delay(500, '/_bulk');
+  p = await Pipeline.create('pb-bytes', {
+    partitions: 1,
+    servers: { ...stackEnv, esNode: proxy.url },
+    asShipped: true,
+  });
 });
 
 afterAll(async () => {
   await p?.cleanup();
+  await proxy?.close();
 });
 
-/** Events of about 200 KB each: 160 of them are 32 MB, far above the window, far below HIGH_WATER records. */
+/** Events of about 200 KB each: 320 of them are 64 MB, far above the window, far below HIGH_WATER records. */
 function largeEvents(): WorkloadRecord[] {
   return Array.from({ length: EVENTS }, (_, i) => {
     const id = randomUUID();
@@ -46,22 +60,22 @@ function largeEvents(): WorkloadRecord[] {
 }
 
 describe('the in-flight window in bytes (HIGH_WATER_BYTES)', () => {
-  it('pauses a partition of large messages by bytes, long before HIGH_WATER records, and loses nothing', async () => {
+  it('at the shipped HIGH_WATER_BYTES, pauses a partition of large messages by bytes, long before HIGH_WATER records, and loses nothing', async () => {
     // Everything is in the topic before the worker starts, so fetching could run far ahead of
     // Elasticsearch: only the byte window holds it back.
     await p.produce(largeEvents());
     const port = await freePort(9530);
-    p.spawn('w', {
-      ...p.controlEnv(port),
-      HIGH_WATER_BYTES: String(HIGH_WATER_BYTES),
-      KAFKA_MAX_BYTES_PER_PARTITION: String(FETCH_BYTES),
-      BATCH_MAX: '4',
-    });
-    await waitFor('the worker to serve /metrics', () => scrape(port), { timeoutMs: 90_000 });
+    // HIGH_WATER_BYTES, HIGH_WATER and the fetch and batch sizes at their defaults.
+    const w = p.spawn('w', p.controlEnv(port));
+    await whileRunning(
+      w,
+      'starting',
+      waitFor('the worker to serve /metrics', () => scrape(port), { timeoutMs: 90_000 }),
+    );
     const bytes = sampleGauge(port, 'rxingest_in_flight_bytes', 20);
     const paused = sampleGauge(port, 'rxingest_partition_paused', 20, { reason: 'backpressure' });
     try {
-      await p.waitForEnd(180_000);
+      await whileRunning(w, 'draining', p.waitForEnd(180_000));
     } finally {
       bytes.stop();
       paused.stop();

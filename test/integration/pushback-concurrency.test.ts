@@ -8,16 +8,19 @@ import { stackEnv, waitFor } from '../support/stack.js';
 import { linesStarting, sampleGauge, scrape } from '../support/worker-observation.js';
 
 const MESSAGES = 10_000;
-const INITIAL = 16;
+/** ES_CONCURRENCY_INITIAL's default. */
+const INITIAL = 4;
 
 let node: ExtraEsNode;
 let p: Pipeline;
 
 beforeAll(async () => {
-  node = await startRefusingEsNode();
+  // A queue of one: the node refuses at fewer concurrent writes than the limit's default
+  // start, so the shipped limiter must come down from where it begins.
+  node = await startRefusingEsNode(1);
   p = await Pipeline.create('pb-aimd', {
     servers: { ...stackEnv, esNode: node.url },
-    env: { BATCH_MAX: '200' },
+    asShipped: true,
   });
 });
 
@@ -38,12 +41,10 @@ async function rejections(): Promise<number> {
 }
 
 describe('adaptive concurrency in a running worker', () => {
-  it('lowers the limit on item-level 429s inside 200 answers, never opens the breaker, and loses nothing', async () => {
+  it('at the shipped ES_CONCURRENCY_* settings, lowers the limit on item-level 429s inside 200 answers, never opens the breaker, and loses nothing', async () => {
     const port = await freePort(9510);
-    const w = p.spawn('w', {
-      ...p.controlEnv(port),
-      ES_CONCURRENCY_INITIAL: String(INITIAL),
-    });
+    // Every ES_CONCURRENCY_* setting at its default (4 at start, 1…32, ×0.9, 2.5σ).
+    const w = p.spawn('w', p.controlEnv(port));
     await waitFor('the worker to serve /metrics', () => scrape(port), { timeoutMs: 90_000 });
     const sampling = sampleGauge(port, 'rxingest_es_concurrency_limit', 250);
     const limits = sampling.values;
@@ -93,6 +94,7 @@ describe('adaptive concurrency in a running worker', () => {
     expect(refused, 'write operations Elasticsearch refused with 429').toBeGreaterThan(0);
     expect(itemRetries, 'items refused inside 200 answers, retried').toBeGreaterThan(0);
     expect(cuts, 'the limit was cut while Elasticsearch refused items').toBeGreaterThan(0);
+    expect(Math.min(...limits), 'the limit came down below its default start').toBeLessThan(INITIAL);
     expect(linesStarting(w, 'Elasticsearch circuit breaker open'), 'load refusals are not failures').toEqual(
       [],
     );

@@ -6,7 +6,7 @@ import { parsePrometheusText, sumOf } from '../support/prometheus-text.js';
 import { esClient, kafkaClient, stackEnv, waitFor } from '../support/stack.js';
 import { freePort, TcpProxy } from '../support/tcp-proxy.js';
 import { caughtUp, pipeline } from '../support/tool-deployment.js';
-import { logTail, spawnWorker, whileRunning } from '../support/worker-process.js';
+import { atShippedDefaults, logTail, spawnWorker, whileRunning } from '../support/worker-process.js';
 
 /**
  * Memory push-back against the real stack: a worker whose V8 heap is capped far below what
@@ -74,9 +74,11 @@ describe('memory push-back: a capped heap pauses intake instead of ending the wo
   async function heldAndReleased(env: Record<string, string> = {}) {
     const setup = await pipeline('heap-guard', { partitions: PARTITIONS, extraEnv: { ES_NODE: proxy.url } });
     const port = await freePort();
+    // Every setting at its default but the heap cap and what the test names: HEAP_PAUSE_RATIO
+    // 0.7, HEAP_RESUME_RATIO 0.5, and the commits, retries and session as shipped.
     const worker = spawnWorker(
       {
-        ...setup.env,
+        ...atShippedDefaults(setup.env),
         HTTP_PORT: String(port),
         NODE_OPTIONS: `--max-old-space-size=${HEAP_CAP_MB} ${process.env.HEAP_GUARD_TEST_FLAGS ?? ''}`,
         ...(process.env.HEAP_GUARD_TEST_RATIO ? { HEAP_PAUSE_RATIO: process.env.HEAP_GUARD_TEST_RATIO } : {}),
@@ -157,7 +159,7 @@ describe('memory push-back: a capped heap pauses intake instead of ending the wo
     }
   }
 
-  it('pauses every partition (reason memory) while the live heap is high, drains everything, never dies', async () => {
+  it('at the shipped HEAP_* settings, pauses every partition (reason memory) while the live heap is high, drains everything, never dies', async () => {
     const { log, mostPausedForMemory, indexed } = await heldAndReleased();
     const started = JSON.parse(log.split('\n').find((l) => l.includes('"msg":"worker started"'))!);
     // The cap was in force, and the guard measures against it.

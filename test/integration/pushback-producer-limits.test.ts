@@ -1,10 +1,14 @@
 import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ExtraEsNode, freePort, startRefusingEsNode } from '../support/extra-es-node.js';
+import { HttpFaultProxy } from '../support/http-fault-proxy.js';
+import { libraryProducer } from '../support/library-producer.js';
 import { Pipeline, searchAll } from '../support/pipeline.js';
 import { sumOf } from '../support/prometheus-text.js';
-import { stackEnv, waitFor } from '../support/stack.js';
+import { redisClient, stackEnv, waitFor } from '../support/stack.js';
 import { linesStarting, scrape } from '../support/worker-observation.js';
 
 const run = promisify(execFile);
@@ -146,4 +150,135 @@ describe('tier 2: lag to producers, with a real worker and rxingest produce', ()
     w.child.kill('SIGTERM');
     expect(await w.exited).toBe(0);
   }, 300_000);
+});
+
+describe('tier 2 at the shipped settings', () => {
+  it('at the shipped PRODUCER_LIMIT_* and LAG_INTERVAL_MS: a producer outrunning the worker is limited once lag passes 50,000, lag stops growing, the limit is lifted by itself once the lag is gone, nothing is lost', async () => {
+    // Every bulk reaches Elasticsearch a second late: one partition with two batches of 500 in
+    // flight drains at most about 1,000 records/s, while the application asks 5,000 msg/s.
+    const proxy = await HttpFaultProxy.to(stackEnv.esNode);
+    proxy.delay(1_000, '/_bulk');
+    const q = await Pipeline.create('pb-plimit-defaults', {
+      partitions: 1,
+      servers: { ...stackEnv, esNode: proxy.url },
+      asShipped: true,
+    });
+    const redis = redisClient();
+    const prefix = `${q.env.REDIS_KEY_PREFIX}control:`;
+    let app: Awaited<ReturnType<typeof libraryProducer>> | undefined;
+    let producing: Promise<void> | undefined;
+    let stop = false;
+    const lag: { at: number; lag: number }[] = [];
+    let sampling: NodeJS.Timeout | undefined;
+    try {
+      const port = await freePort(9535);
+      const w = q.spawn('w', q.controlEnv(port));
+      await waitFor('the partition assigned', () => linesStarting(w, 'partition assigned').length > 0, {
+        timeoutMs: 90_000,
+        intervalMs: 100,
+      });
+      sampling = setInterval(() => {
+        scrape(port)
+          .then((m) => lag.push({ at: Date.now(), lag: sumOf(m, 'rxingest_consumer_lag') }))
+          .catch(() => undefined);
+      }, 250);
+      app = await libraryProducer(q.kafka, redis, { keyPrefix: prefix });
+      const topic = q.names.topic;
+      const producer = app.producer;
+      const started = Date.now();
+      let sent = 0;
+      producing = (async () => {
+        for (let k = 0; !stop; k++) {
+          const ts = new Date().toISOString();
+          const messages = Array.from({ length: 500 }, (_, i) => {
+            const clientId = `c-${(sent + i) % 200}`;
+            const value = {
+              id: randomUUID(),
+              clientId,
+              type: 'event',
+              ts,
+              name: 'view',
+              data: { n: sent + i },
+            };
+            return { key: clientId, value: JSON.stringify(value) };
+          });
+          await producer.send({ topic, messages });
+          sent += messages.length;
+          await sleep(Math.max(0, started + (k + 1) * 100 - Date.now())); // 5,000 msg/s asked: pacing
+        }
+      })();
+      const limitLine = await waitFor(
+        'the worker to limit the producers',
+        () => linesStarting(w, `producers of ${topic} limited to`)[0],
+        { timeoutMs: 120_000, intervalMs: 100 },
+      );
+      // A lag reading (every 5 s) and the producers' reading of the key (every second) later,
+      // the limit holds; then lag never again passes the peak it had reached.
+      const settle = limitLine.time + 7_000;
+      await waitFor('two lag readings after the limit took hold', () => Date.now() > settle + 10_000, {
+        timeoutMs: 30_000,
+      });
+      stop = true;
+      await producing;
+      const stats = producer.stats();
+      const before = lag.filter((x) => x.at <= settle).map((x) => x.lag);
+      const after = lag.filter((x) => x.at > settle).map((x) => x.lag);
+      const peak = Math.max(...before);
+      const afterMax = Math.max(...after);
+      process.stdout.write(
+        `[pushback-producer-limits defaults] ${JSON.stringify({
+          limit: limitLine.ratePerSec,
+          lagWhenLimited: limitLine.lag,
+          limitedAfterMs: limitLine.time - started,
+          lagPeak: peak,
+          lagMaxAfterSettle: afterMax,
+          lagAtEnd: after.at(-1),
+          sent,
+          throttledMs: stats.throttledMs,
+        })}\n`,
+      );
+      expect(limitLine.lag as number, 'lag when the limit was published').toBeGreaterThanOrEqual(50_000);
+      expect(limitLine.ratePerSec as number, 'the limit is below what the producer asked').toBeLessThan(
+        5_000,
+      );
+      expect(stats.throttledMs, 'the producer waited for its limit').toBeGreaterThan(0);
+      expect(after.length, 'lag samples after the limit took hold').toBeGreaterThan(0);
+      expect(afterMax, 'lag after the limit took hold').toBeLessThanOrEqual(peak);
+
+      // Elasticsearch answers at once again and the producer has stopped: the worker drains,
+      // and at or below PRODUCER_LIMIT_LAG_LOW the limit grows by a quarter each reading until
+      // it is twice the drain rate, then is lifted by itself.
+      proxy.forward();
+      const forwardAt = Date.now();
+      await q.waitForEnd(120_000, 250);
+      const drainedAt = Date.now();
+      const lifted = await waitFor(
+        'the limit to be lifted',
+        () => linesStarting(w, `producer limit on ${topic} lifted`)[0],
+        { timeoutMs: 90_000, intervalMs: 250 },
+      );
+      await q.es.indices.refresh({ index: q.names.events });
+      const indexed = (await q.es.count({ index: q.names.events })).count;
+      process.stdout.write(
+        `[pushback-producer-limits defaults, lifted] ${JSON.stringify({
+          drainedAfterMs: drainedAt - forwardAt,
+          liftedAfterDrainedMs: lifted.time - drainedAt,
+          indexed,
+          sent,
+        })}\n`,
+      );
+      expect(indexed, 'every event sent indexed once').toBe(sent);
+      w.child.kill('SIGTERM');
+      expect(await w.exited).toBe(0);
+    } finally {
+      stop = true;
+      clearInterval(sampling);
+      await producing?.catch(() => undefined);
+      await app?.close().catch(() => undefined);
+      redis.disconnect();
+      proxy.forward();
+      await q.cleanup();
+      await proxy.close();
+    }
+  }, 240_000);
 });

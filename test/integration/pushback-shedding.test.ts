@@ -11,13 +11,15 @@ import { linesStarting, scrape } from '../support/worker-observation.js';
 const run = promisify(execFile);
 const PER_TOPIC = 5_000;
 const PARTITIONS = 4;
+/** Just past SHED_LAG_HIGH's default (100,000). */
+const SHED_BACKLOG = 105_000;
 
 let p: Pipeline;
 let low: string;
 let controlTopic: string;
 
 beforeAll(async () => {
-  p = await Pipeline.create('pb-shed', { partitions: PARTITIONS });
+  p = await Pipeline.create('pb-shed', { partitions: PARTITIONS, asShipped: true });
   low = `${p.names.group}.low`;
   controlTopic = `${p.names.group}.control`;
   await p.admin.createTopics({ waitForLeaders: true, topics: [{ topic: low, numPartitions: PARTITIONS }] });
@@ -42,9 +44,9 @@ describe('priority shedding in a running worker', () => {
       TOPIC_PRIORITIES: `${high}:high,${low}:low`,
       CONTROL_TOPIC: controlTopic,
       CONTROL_KEY_PREFIX: `${p.env.REDIS_KEY_PREFIX}control:`,
-      LAG_INTERVAL_MS: '1000',
-      // Every client of this traffic (about 12 msg/s each) counts as hot: the worker's
-      // sampling of its intake is seen end to end (the sketch holds all 200 clients).
+      // Shedding and the lag readings on their shipped settings. The hot-client settings serve
+      // only a side check: every client of this traffic (about 12 msg/s each) counts as hot,
+      // so the worker's sampling of its intake is seen end to end (the sketch holds all 200).
       HOT_CLIENT_ENTER_RATE: '5',
       HOT_CLIENT_LEAVE_RATE: '1',
       HOT_CLIENT_INTERVAL_MS: '1000',
@@ -132,4 +134,88 @@ describe('priority shedding in a running worker', () => {
     w.child.kill('SIGTERM');
     expect(await w.exited).toBe(0);
   });
+
+  it('at the shipped SHED_* settings: a high-topic backlog of SHED_LAG_HIGH sheds the low topic for at least SHED_MIN_MS, until its lag is down to SHED_LAG_LOW', async () => {
+    // SHED_LAG_HIGH 100,000, SHED_LAG_LOW 20,000, SHED_MIN_MS 30 s, lag read every 5 s.
+    const q = await Pipeline.create('pb-shedlag', { partitions: PARTITIONS, asShipped: true });
+    const lowTopic = `${q.names.group}.low`;
+    try {
+      await q.admin.createTopics({
+        waitForLeaders: true,
+        topics: [{ topic: lowTopic, numPartitions: PARTITIONS }],
+      });
+      const backlog = eventsOnly(93, SHED_BACKLOG, 1_000_000);
+      const lowRecords = eventsOnly(94, 2_000, 1_000_000);
+      await Promise.all([q.produce(backlog), q.produce(lowRecords, lowTopic)]);
+      const high = q.names.topic;
+      const port = await freePort(9495);
+      const w = q.spawn('w', {
+        ...q.controlEnv(port),
+        INGEST_TOPICS: `${high},${lowTopic}`,
+        TOPIC_PRIORITIES: `${high}:high,${lowTopic}:low`,
+      });
+      const on = (topic: string) => committedOn(q.admin, q.names.group, topic);
+      const samples: { at: number; high: number; low: number }[] = [];
+      const sampling = setInterval(() => {
+        Promise.all([on(high), on(lowTopic)])
+          .then(([h, l]) => samples.push({ at: Date.now(), high: h.total, low: l.total }))
+          .catch(() => undefined);
+      }, 250);
+      let shed: { time: number };
+      let resumed: { time: number };
+      try {
+        shed = await waitFor(
+          'the worker to shed the low topic for the high topic’s lag',
+          () => linesStarting(w, `shedding topic ${lowTopic} (lag)`)[0],
+          { timeoutMs: 90_000, intervalMs: 100 },
+        );
+        resumed = await waitFor(
+          'the worker to resume the low topic',
+          () => linesStarting(w, `topic ${lowTopic} no longer shed`)[0],
+          { timeoutMs: 180_000, intervalMs: 100 },
+        );
+        await waitFor(
+          'both topics to be committed to their ends',
+          async () => (await on(lowTopic)).atEnd && (await on(high)).atEnd,
+          {
+            timeoutMs: 120_000,
+            intervalMs: 250,
+          },
+        );
+      } finally {
+        clearInterval(sampling);
+      }
+      const whileShed = samples.filter((x) => x.at < resumed.time);
+      const highAtResume = Math.max(
+        0,
+        ...samples.filter((x) => x.at <= resumed.time + 1_000).map((x) => x.high),
+      );
+      const highDrainedAt = samples.find((x) => x.high === SHED_BACKLOG)?.at;
+      const indexedNow = await indexedByTopic(q.es, q.names.events);
+      process.stdout.write(
+        `[pushback-shedding lag] ${JSON.stringify({
+          backlog: SHED_BACKLOG,
+          shedAfterStartMs: shed.time - (linesStarting(w, 'worker started')[0]?.time ?? shed.time),
+          shedForMs: resumed.time - shed.time,
+          highDrainedAfterShedMs: highDrainedAt === undefined ? undefined : highDrainedAt - shed.time,
+          lowCommittedWhileShed: Math.max(...whileShed.map((x) => x.low)),
+          indexedHigh: indexedNow.get(high)?.size,
+          indexedLow: indexedNow.get(lowTopic)?.size,
+        })}\n`,
+      );
+      expect(whileShed.length, 'samples while shed').toBeGreaterThan(0);
+      expect(Math.max(...whileShed.map((x) => x.low)), 'low topic committed while shed').toBe(0);
+      expect(resumed.time - shed.time, 'shed for at least SHED_MIN_MS').toBeGreaterThanOrEqual(30_000);
+      // The worker resumed on a lag reading at or below SHED_LAG_LOW: the committed offsets
+      // only grow, so the test’s readings within a second after the resume line are at least that far along.
+      expect(SHED_BACKLOG - highAtResume, 'high-topic lag at the resume').toBeLessThanOrEqual(20_000);
+      expect(indexedNow.get(high)).toEqual(idsOf(backlog));
+      expect(indexedNow.get(lowTopic)).toEqual(idsOf(lowRecords));
+      w.child.kill('SIGTERM');
+      expect(await w.exited).toBe(0);
+    } finally {
+      await q.admin.deleteTopics({ topics: [lowTopic] }).catch(() => undefined);
+      await q.cleanup();
+    }
+  }, 300_000);
 });

@@ -8,7 +8,7 @@ import type { IngestMessage } from '../../src/model/message.js';
 import { startWorker } from '../../src/worker/worker.js';
 import { listeningSockets } from '../support/listening-sockets.js';
 import { createTopics, kafkaClient, uniqueName, waitFor } from '../support/stack.js';
-import { isolatedWorkerEnv, spawnWorker } from '../support/worker-process.js';
+import { atShippedDefaults, isolatedWorkerEnv, spawnWorker } from '../support/worker-process.js';
 
 const kafka = kafkaClient();
 const admin = kafka.admin();
@@ -97,6 +97,47 @@ describe('worker process', () => {
         async () => (await committedTotal(env.INGEST_TOPICS!, env.INGEST_GROUP!)) === total,
         { timeoutMs: 30_000 },
       );
+    } finally {
+      w.child.kill('SIGTERM');
+      expect(await w.exited).toBe(0);
+    }
+  });
+
+  it('at the shipped COMMIT_* and BATCH_* settings, commits a burst and then a lone record with nothing new arriving, each within seconds', async () => {
+    const name = uniqueName('quietdefaults');
+    const env = atShippedDefaults(isolatedEnv(name));
+    const topic = env.INGEST_TOPICS!;
+    await createTopics([{ topic, numPartitions: 1 }]);
+    const w = spawnWorker(env, name);
+    const committedWithin = async (total: number) => {
+      const from = Date.now();
+      await waitFor(
+        `${total} committed`,
+        async () => (await committedTotal(topic, env.INGEST_GROUP!)) === total,
+        {
+          timeoutMs: 30_000,
+          intervalMs: 50,
+        },
+      );
+      return Date.now() - from;
+    };
+    try {
+      await waitFor('the worker to own its partition', () =>
+        readFileSync(w.logFile, 'utf8').includes('partition assigned'),
+      );
+      // More than BATCH_MAX (500) at once: committable when the partition goes quiet.
+      const burst = await produce(topic, 1_000, 52);
+      const burstMs = await committedWithin(burst);
+      // One record, far fewer than BATCH_MAX: only COMMIT_INTERVAL_MS (500) commits it.
+      const lone = await produce(topic, 1, 53);
+      const loneMs = await committedWithin(burst + lone);
+      process.stdout.write(
+        `[quiet commits at defaults] ${JSON.stringify({ burst, burstMs, lone, loneMs })}\n`,
+      );
+      // Nothing else arrives: a worker that committed only on new input, or only at COMMIT_EVERY
+      // (5,000 records), would leave both uncommitted until the wait's end.
+      expect(burstMs, 'the burst committed after it was acknowledged').toBeLessThan(5_000);
+      expect(loneMs, 'the lone record committed after it was acknowledged').toBeLessThan(5_000);
     } finally {
       w.child.kill('SIGTERM');
       expect(await w.exited).toBe(0);
@@ -200,22 +241,17 @@ describe('worker process', () => {
 });
 
 describe('backpressure', () => {
-  it('pauses a partition at the high-water mark while enrich is slow, and drains afterwards', async () => {
+  it('at the shipped HIGH_WATER / LOW_WATER, pauses a partition at the high-water mark while enrich is slow, and drains afterwards', async () => {
     const name = uniqueName('backpressure');
     const env = isolatedEnv(name);
     await createTopics([{ topic: env.INGEST_TOPICS!, numPartitions: 1 }]);
     // Kafka hands out whole record batches, so keep the producer's batches small too.
-    const [seed, count] = [31, 3_000];
+    const [seed, count] = [31, 8_000];
     const total = await produce(env.INGEST_TOPICS!, count, seed, 50);
-    const highWater = 200;
-    const fetchBytes = 16_384;
-    const config = loadConfig({
-      ...env,
-      HIGH_WATER: String(highWater),
-      LOW_WATER: '100',
-      KAFKA_MAX_BYTES_PER_PARTITION: String(fetchBytes),
-      LOG_LEVEL: 'warn',
-    });
+    // HIGH_WATER, LOW_WATER and KAFKA_MAX_BYTES_PER_PARTITION at their defaults.
+    const highWater = 2_000;
+    const fetchBytes = 262_144;
+    const config = loadConfig({ ...atShippedDefaults(env), LOG_LEVEL: 'warn' });
     // 1 ms per message, one client at a time per client: far slower than Kafka can deliver.
     const enrich = async (m: IngestMessage) => {
       await new Promise((r) => setTimeout(r, 1));

@@ -223,9 +223,12 @@ export async function startExtraEsNode(options: ExtraEsNodeOptions = {}): Promis
 }
 
 /**
- * A node that refuses load item by item: a one-thread write pool with a queue of two, so
- * concurrent bulks come back 200 with items refused (429 es_rejected_execution_exception).
+ * A node that refuses load item by item: a one-thread write pool with a queue of `queueSize`
+ * (two unless asked), so concurrent bulks come back 200 with items refused (429
+ * es_rejected_execution_exception).
  */
-export function startRefusingEsNode(): Promise<ExtraEsNode> {
-  return startExtraEsNode({ settings: { 'thread_pool.write.size': 1, 'thread_pool.write.queue_size': 2 } });
+export function startRefusingEsNode(queueSize = 2): Promise<ExtraEsNode> {
+  return startExtraEsNode({
+    settings: { 'thread_pool.write.size': 1, 'thread_pool.write.queue_size': queueSize },
+  });
 }

@@ -1,8 +1,6 @@
 import { once } from 'node:events';
 import {
-  Agent,
   createServer,
-  type IncomingHttpHeaders,
   type IncomingMessage,
   request,
   type Server,
@@ -17,24 +15,16 @@ type Mode =
   | { readonly kind: 'refuse'; readonly status: number }
   /** Forwards, lets the node do the work, then answers `status` instead of its answer (paths ending with `suffix`). */
   | { readonly kind: 'lose-answer'; readonly status: number; readonly suffix: string }
-  /** Forwards, and holds the node's answer `ms` before passing it on (paths ending with `suffix`). */
+  /** Forwards each request whose path ends with `suffix` only after `ms`: a cluster slow to answer. */
   | { readonly kind: 'delay'; readonly ms: number; readonly suffix: string };
-
-/**
- * Headers about one connection, not the request: the proxy's two connections each keep
- * their own (RFC 9110, 7.6.1). Passing a client's `connection: close` on to the node, or
- * the node's answer headers back, lets a kept-alive socket close under the next request.
- */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']);
-const endToEnd = (headers: IncomingHttpHeaders): IncomingHttpHeaders =>
-  Object.fromEntries(Object.entries(headers).filter(([k]) => !HOP_BY_HOP.has(k.toLowerCase())));
 
 /**
  * An HTTP proxy in front of a real Elasticsearch that a test can make answer 5xx for a
  * while, as a load balancer or gateway in front of a cluster does: a real node rarely
  * answers 5xx on demand. `refuse(503)` answers every request itself, forwarding nothing;
  * `loseAnswers(502, '/_bulk')` forwards every request and replaces the node's answer to
- * each bulk (the writes happened, the client never hears of them); `forward()` passes
+ * each bulk (the writes happened, the client never hears of them); `delay(1000, '/_bulk')`
+ * forwards each bulk a second late (a slow cluster that still answers); `forward()` passes
  * everything through again.
  * `made` counts the answers it made up, by request path (`_bulk`, `_mget`, …).
  */
@@ -42,10 +32,8 @@ export class HttpFaultProxy {
   private mode: Mode = { kind: 'forward' };
   private server: Server | undefined;
   readonly made = new Map<string, number>();
-  /** Answers held back by `delayAnswers`, by request path. */
+  /** Requests held back by `delay`, by request path. */
   readonly delayed = new Map<string, number>();
-  /** A connection to the node per request: nothing kept alive to race with a close. */
-  private readonly agent = new Agent({ keepAlive: false });
 
   private constructor(private readonly target: URL) {}
 
@@ -71,8 +59,8 @@ export class HttpFaultProxy {
     this.mode = { kind: 'lose-answer', status, suffix };
   }
 
-  /** From now on, the answers to requests whose path ends with `suffix` come `ms` late: a slow cluster. */
-  delayAnswers(ms: number, suffix = ''): void {
+  /** From now on, requests whose path ends with `suffix` (all when omitted) reach the node `ms` late. */
+  delay(ms: number, suffix = ''): void {
     this.mode = { kind: 'delay', ms, suffix };
   }
 
@@ -80,17 +68,17 @@ export class HttpFaultProxy {
     this.mode = { kind: 'forward' };
   }
 
+  /** Requests held back so far whose path ends with `suffix` (all when omitted). */
+  delayedFor(suffix = ''): number {
+    let n = 0;
+    for (const [path, count] of this.delayed) if (path.endsWith(suffix)) n += count;
+    return n;
+  }
+
   /** Made-up answers so far for requests whose path ends with `suffix` (all when omitted). */
   madeFor(suffix = ''): number {
     let n = 0;
     for (const [path, count] of this.made) if (path.endsWith(suffix)) n += count;
-    return n;
-  }
-
-  /** Answers held back so far for requests whose path ends with `suffix` (all when omitted). */
-  delayedFor(suffix = ''): number {
-    let n = 0;
-    for (const [path, count] of this.delayed) if (path.endsWith(suffix)) n += count;
     return n;
   }
 
@@ -110,14 +98,26 @@ export class HttpFaultProxy {
       req.once('end', () => this.answer(res, path, mode.status));
       return;
     }
+    if (mode.kind === 'delay' && path.endsWith(mode.suffix)) {
+      this.delayed.set(path, (this.delayed.get(path) ?? 0) + 1);
+      req.pause();
+      setTimeout(() => this.forwardRequest(req, res, path, { kind: 'forward' }), mode.ms);
+      return;
+    }
+    this.forwardRequest(req, res, path, mode);
+  }
+
+  private forwardRequest(req: IncomingMessage, res: ServerResponse, path: string, mode: Mode): void {
     const upstream = request(
       {
         host: this.target.hostname,
         port: this.target.port,
         method: req.method,
         path: req.url,
-        headers: endToEnd(req.headers),
-        agent: this.agent,
+        headers: req.headers,
+        // A fresh connection per request: a kept-alive one the node has just closed would
+        // fail the request here, and the client would see a fault that no test asked for.
+        agent: false,
       },
       (answer) => {
         if (mode.kind === 'lose-answer' && path.endsWith(mode.suffix)) {
@@ -125,14 +125,8 @@ export class HttpFaultProxy {
           answer.once('end', () => this.answer(res, path, mode.status));
           return;
         }
-        const pass = () => {
-          res.writeHead(answer.statusCode ?? 502, endToEnd(answer.headers));
-          answer.pipe(res);
-        };
-        if (mode.kind === 'delay' && path.endsWith(mode.suffix)) {
-          this.delayed.set(path, (this.delayed.get(path) ?? 0) + 1);
-          setTimeout(pass, mode.ms);
-        } else pass();
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
       },
     );
     upstream.once('error', () => res.destroy());

@@ -22,7 +22,7 @@ import {
   uniqueName,
   waitFor,
 } from './stack.js';
-import { spawnWorker, type WorkerProcess } from './worker-process.js';
+import { atShippedDefaults, spawnWorker, type WorkerProcess } from './worker-process.js';
 
 /** What differs from the contract's state (all zero, and committed at the end, when it holds). */
 export interface Differences {
@@ -54,21 +54,9 @@ export interface PipelineOptions {
   readonly noAutoCreate?: boolean;
   /** max.message.bytes of the input and DLQ topics (oversize poison must reach the worker). */
   readonly maxMessageBytes?: number;
-  /**
-   * Workers run with every setting at its shipped default except where they connect and
-   * what they read and write: none of the faster dedup window, session timeout, commit
-   * interval and retry cap the other tests use.
-   */
+  /** Workers on the shipped defaults: none of the speed tunings (see SPEED_TUNINGS). */
   readonly asShipped?: boolean;
 }
-
-/** The settings a pipeline's workers get to be quick in tests, unless it runs as shipped. */
-const QUICK_SETTINGS: Readonly<Record<string, string>> = {
-  DEDUP_WINDOW_MS: '1000',
-  KAFKA_SESSION_TIMEOUT_MS: '6000',
-  COMMIT_INTERVAL_MS: '200',
-  RETRY_MAX_MS: '2000',
-};
 
 export const WELCOME_RULE: TriggerRule = {
   id: 'welcome',
@@ -130,7 +118,7 @@ export class Pipeline {
     this.es = new Client({ node: this.servers.esNode, requestTimeout: 60_000 });
     const rulesFile = join(tmpdir(), `${name}-rules.json`);
     writeFileSync(rulesFile, JSON.stringify(this.rules));
-    this.env = {
+    const env: Record<string, string> = {
       INGEST_TOPICS: this.names.topic,
       INGEST_GROUP: this.names.group,
       DLQ_TOPIC: this.names.dlq,
@@ -143,10 +131,14 @@ export class Pipeline {
       ES_NODE: this.servers.esNode,
       REDIS_URL: this.servers.redisUrl,
       REDIS_KEY_PREFIX: `${name}:`,
-      ...(options.asShipped ? {} : QUICK_SETTINGS),
+      DEDUP_WINDOW_MS: '1000',
+      KAFKA_SESSION_TIMEOUT_MS: '6000',
+      COMMIT_INTERVAL_MS: '200',
+      RETRY_MAX_MS: '2000',
       TOMBSTONES: options.tombstones ?? 'dead-letter',
       ...options.env,
     };
+    this.env = options.asShipped ? atShippedDefaults(env) : env;
   }
 
   static async create(prefix: string, options: PipelineOptions = {}): Promise<Pipeline> {

@@ -33,6 +33,25 @@ export function isolatedWorkerEnv(name: string): Record<string, string> {
   };
 }
 
+/**
+ * The settings the test deployments tune for speed (quicker commits, rebalances, retries and
+ * dedup window). A test of a shipped default takes them out, so that the worker runs on every
+ * default except where its servers, names and ports are.
+ */
+export const SPEED_TUNINGS = [
+  'COMMIT_INTERVAL_MS',
+  'DEDUP_WINDOW_MS',
+  'RETRY_MAX_MS',
+  'KAFKA_SESSION_TIMEOUT_MS',
+] as const;
+
+/** `env` without the speed tunings: a worker on its shipped defaults. */
+export function atShippedDefaults(env: Readonly<Record<string, string>>): Record<string, string> {
+  const out = { ...env };
+  for (const v of SPEED_TUNINGS) delete out[v];
+  return out;
+}
+
 export interface SpawnWorkerOptions {
   /**
    * `npm-start`: the way the README runs it, `npm start` (its prestart builds dist/, then the
