@@ -1,6 +1,6 @@
 import type { Admin, Kafka, Producer } from 'kafkajs';
 import type { Logger } from 'pino';
-import { causes } from '../model/failures.js';
+import { causes, isTooLarge } from '../model/failures.js';
 import { greater } from '../model/offset-tracker.js';
 import { type RetryPolicy, retrying } from '../retry/retry-policy.js';
 import { ProgressLedger } from './kafka-progress-ledger.js';
@@ -355,13 +355,6 @@ function fromMetadata(metadata: string | null | undefined): string | undefined {
   if (!metadata?.startsWith(METADATA_TAG)) return undefined;
   const v = metadata.slice(METADATA_TAG.length);
   return /^\d+$/.test(v) ? v : undefined;
-}
-
-function isTooLarge(err: unknown): boolean {
-  return causes(err).some((e) => {
-    const t = (e as { type?: string }).type;
-    return t === 'MESSAGE_TOO_LARGE' || t === 'RECORD_LIST_TOO_LARGE';
-  });
 }
 
 export function isFenced(err: unknown): boolean {
