@@ -34,7 +34,7 @@ const RULES: readonly [RegExp, string][] = [
   ],
   [/\/(src|dist)\/(model\/parse|operators\/parse-records)/, 'parse and validate'],
   [/\/(src|dist)\/model\/profile-merge/, 'profile merge'],
-  [/\/(src|dist)\/operators\/(distinct-within|drop-repeats-within)/, 'time-windowed distinct'],
+  [/\/(src|dist)\/operators\/(swept-seen-set|drop-repeats-within)/, 'time-windowed distinct'],
   [
     /\/(src|dist)\/(operators\/commit-in-order|model\/offset-tracker|sinks\/kafka)/,
     'offset tracking and commits',

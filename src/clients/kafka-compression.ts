@@ -12,8 +12,8 @@ export interface KafkaCodec {
 }
 
 /**
- * A codec's module, loaded by the first batch that needs it: the three cost a worker about
- * 8 MB of RSS (measured), which a deployment whose producers do not compress should not pay.
+ * A codec's module, loaded by the first batch that needs it: the three cost a worker resident
+ * memory that a deployment whose producers do not compress should not pay.
  * A module that cannot load here (a platform without a prebuilt binary) matters only once a
  * batch of its codec comes, and the error says which module and why.
  */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { int, topicName } from './setting-types.js';
 import type { Setting, SettingsGroup } from './settings-group.js';
 
 /**
@@ -7,15 +8,6 @@ import type { Setting, SettingsGroup } from './settings-group.js';
  */
 
 export type TopicPriority = 'high' | 'low';
-
-const range = (min: number, max: number) => `a whole number from ${min} to ${max}`;
-const int = (min: number, max: number) =>
-  z
-    .string()
-    .trim()
-    .regex(/^\d+$/, range(min, max))
-    .transform(Number)
-    .pipe(z.number().int(range(min, max)).min(min, range(min, max)).max(max, range(min, max)));
 
 const decimal = (expected: string, ok: (n: number) => boolean) =>
   z
@@ -47,11 +39,6 @@ const priorities = z
         }),
     ),
   );
-
-const topicName = z
-  .string()
-  .trim()
-  .regex(/^[A-Za-z0-9._-]{1,249}$/, 'a Kafka topic name (letters, digits, ".", "_", "-")');
 
 const concurrency = {
   ES_CONCURRENCY_INITIAL: [

@@ -11,7 +11,8 @@ export interface GraphSettings {
   readonly batchesInFlight: number;
   /**
    * Batches that wait while those writes are busy are joined, up to BATCH_MAX entries and
-   * this many bytes of records (0, the default: never joined; it measured no better).
+   * this many bytes of records (0, the default: never joined; joining trades fewer requests
+   * for batches held back, and did not come out ahead).
    */
   readonly batchJoinBytes: number;
   /**

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError } from './config-error.js';
 import { redactUrl } from './redact-url.js';
+import { bool } from './setting-types.js';
 
 /**
  * Secured connections (contract, "Running it"): TLS and SASL for Kafka, an API key or a
@@ -190,8 +191,6 @@ function privateKey(value: string, read: Read): string {
 }
 
 const mechanism = z.enum(['plain', 'scram-sha-256', 'scram-sha-512']);
-const bool = z.enum(['true', 'false', '1', '0']);
-
 export function loadKafkaSecurity(envIn: Env, read: Read = defaultRead): KafkaSecurity {
   const env = resolveSecretFiles(envIn, read);
   const sslRaw = given(env, 'KAFKA_SSL')?.trim().toLowerCase() ?? 'false';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { bool, int, topicName } from './setting-types.js';
 import type { Setting, SettingsGroup } from './settings-group.js';
 
 /**
@@ -6,20 +7,6 @@ import type { Setting, SettingsGroup } from './settings-group.js';
  * security.ts), by group. A new setting goes into its group with its type, its default and a
  * `.describe()` saying what it means; loadConfig, docs/configuration.md and `--help` follow.
  */
-
-const int = (min: number, max: number) =>
-  z
-    .string()
-    .trim()
-    .regex(/^\d+$/, `a whole number from ${min} to ${max}`)
-    .transform(Number)
-    .pipe(
-      z
-        .number()
-        .int(`a whole number from ${min} to ${max}`)
-        .min(min, `a whole number from ${min} to ${max}`)
-        .max(max, `a whole number from ${min} to ${max}`),
-    );
 
 const list = z
   .string()
@@ -30,11 +17,6 @@ const list = z
       .filter(Boolean),
   )
   .pipe(z.array(z.string()).min(1, 'a comma-separated, non-empty list'));
-
-const topicName = z
-  .string()
-  .trim()
-  .regex(/^[A-Za-z0-9._-]{1,249}$/, 'a Kafka topic name (letters, digits, ".", "_", "-")');
 
 const indexName = z
   .string()
@@ -70,8 +52,6 @@ const url = (protocols: string[]) =>
       },
       `a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}`,
     );
-
-const bool = z.enum(['true', 'false', '1', '0'], 'true or false').transform((s) => s === 'true' || s === '1');
 
 const brokerList = list.pipe(
   z.array(z.string().regex(/^[A-Za-z0-9.[\]:-]+:\d{1,5}$/, 'host:port')).min(1, 'host:port[,host:port…]'),

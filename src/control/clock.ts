@@ -19,20 +19,6 @@ export const systemClock: Clock = {
   clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
 };
 
-/** Sleeps on `clock`; resolves early (without error) when the signal aborts. */
-export function sleepOn(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const done = () => {
-      clock.clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = clock.setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
-}
-
 /** The error a waiting call rejects with when its signal aborts. */
 export function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException('The operation was aborted', 'AbortError');

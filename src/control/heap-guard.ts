@@ -104,8 +104,7 @@ const SEMI_SPACE_FLAG = /--max-semi-space-size[= ](\d+)/;
  * The old generation's limit. V8's heap_size_limit also counts the young generation (three
  * semi-spaces, 16 MB each by default on 64-bit Node 20), which the old generation cannot
  * use: a heap "out of memory" comes when the old generation alone reaches
- * `--max-old-space-size` (measured: 96 MB capped, the process ended at 92 MB in use of a
- * heap_size_limit of 144).
+ * `--max-old-space-size`, well below heap_size_limit.
  */
 export function oldGenerationLimit(
   heapSizeLimit: number,

@@ -16,7 +16,7 @@ export interface TopicLagSample extends TopicOffsets {
 /**
  * The consumer group's lag, from the broker (committed offsets against the partitions'
  * ends), for every partition of the topics, whoever owns them: the same answer on every
- * worker, and right while partitions are paused (when the fetch-side lag is not updated).
+ * worker, and right while partitions are paused (when nothing is fetched).
  * A partition without a committed offset counts from its log start.
  */
 export async function sampleGroupLag(

@@ -1,4 +1,5 @@
 import type { Message, Producer } from 'kafkajs';
+import { isTooLarge } from '../model/failures.js';
 import type { RecordKind, WorkloadRecord } from './workload.js';
 
 export type KindCounts = Record<RecordKind, number>;
@@ -79,21 +80,6 @@ const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
   });
 
 const defaultClock = { now: () => performance.now(), sleep };
-
-const TOO_LARGE = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE']);
-
-/** Whether a kafkajs error (or any error in its cause chain) says the record was too large. */
-export function isTooLarge(err: unknown): boolean {
-  const seen = new Set<unknown>();
-  let e: unknown = err;
-  while (typeof e === 'object' && e !== null && !seen.has(e)) {
-    seen.add(e);
-    const type = (e as { type?: unknown }).type;
-    if (typeof type === 'string' && TOO_LARGE.has(type)) return true;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return false;
-}
 
 const size = (r: WorkloadRecord): number => (r.value?.length ?? 0) + (r.key?.length ?? 0);
 

@@ -5,7 +5,7 @@ import type { SchedulerLike } from 'rxjs';
  * synchronous run (a kafkajs batch pushed record by record) sees the same `now()`, and the
  * next turn reads the clock again. The windowed dedup and the per-client idle bookkeeping
  * ask the time for every record; reading it once per batch instead saves two clock reads
- * (40 ns each) per record. Their windows are seconds long, so a batch taking the instant it
+ * per record. Their windows are seconds long, so a batch taking the instant it
  * started is no change to what they decide. Scheduling is `scheduler`'s own.
  */
 export function timeOncePerTick(scheduler: SchedulerLike): SchedulerLike {

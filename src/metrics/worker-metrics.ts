@@ -56,6 +56,12 @@ export const SINK_STAGES = [
 export type SinkStage = (typeof SINK_STAGES)[number];
 export type StageObserver = (stage: SinkStage, seconds: number) => void;
 
+/** A partition as its series' labels name it. */
+export interface PartitionLabels {
+  readonly topic: string;
+  readonly partition: string;
+}
+
 export interface WorkerMetricsOptions {
   /** Input topics: `rxingest_topic_shed` starts at 0 for each. */
   readonly topics?: readonly string[];
@@ -73,9 +79,9 @@ export interface WorkerMetricsOptions {
  * are the contract's ("Operating it"); labels stay bounded: topic, partition,
  * outcome, class, op, target, reason — never a client id or a message id.
  *
- * Hot paths count plain numbers and hand them over per batch or commit (a
- * labelled prom-client call costs about a microsecond); the setters below are
- * for components that change state rarely (breakers, limiters, shedding).
+ * Every metric has one writer: the methods below (the fields are public for reading).
+ * Hot paths count plain numbers and hand them over per batch or commit, because a
+ * labelled prom-client call costs more than a record's own work in the graph.
  */
 export class WorkerMetrics {
   readonly registry = new Registry();
@@ -126,9 +132,10 @@ export class WorkerMetrics {
     labelNames: ['topic', 'partition'] as const,
     registers: this.r,
   });
+  /** Written by setConsumerLag only: the broker's sample, never a partition's own fetch. */
   readonly lag = new Gauge({
     name: 'rxingest_consumer_lag',
-    help: 'Records between the committed offset and the partition end, as last fetched',
+    help: "Records between the group's committed offset and the partition end, as the broker reports them every LAG_INTERVAL_MS (right while a partition is paused); partitions this worker owns",
     labelNames: ['topic', 'partition'] as const,
     registers: this.r,
   });
@@ -301,6 +308,45 @@ export class WorkerMetrics {
 
   countRedisErrors(op: 'connection' | 'lookup' | 'claim', n = 1): void {
     if (n > 0) this.redisErrors.inc({ op }, n);
+  }
+
+  observeCommitDuration(seconds: number): void {
+    this.commitDuration.observe(seconds);
+  }
+
+  /** A partition's records and bytes taken in and not yet durably committed. */
+  setInFlight(partition: PartitionLabels, records: number, bytes: number): void {
+    this.inFlight.set(partition, records);
+    this.inFlightBytes.set(partition, bytes);
+  }
+
+  /** The broker's lag sample for a partition this worker owns: the one source of `rxingest_consumer_lag`. */
+  setConsumerLag(partition: PartitionLabels, lag: number): void {
+    this.lag.set(partition, lag);
+  }
+
+  setPartitionPaused(partition: PartitionLabels, reason: string, paused: boolean): void {
+    this.paused.set({ ...partition, reason }, paused ? 1 : 0);
+  }
+
+  setPartitionStalled(partition: PartitionLabels, stalled: boolean): void {
+    this.stalled.set(partition, stalled ? 1 : 0);
+  }
+
+  /** A partition left this worker: its in-flight, lag and stall series go with it. */
+  forgetPartition(partition: PartitionLabels): void {
+    this.inFlight.remove(partition);
+    this.inFlightBytes.remove(partition);
+    this.lag.remove(partition);
+    this.stalled.remove(partition);
+  }
+
+  countPartitionRestart(reason: string): void {
+    this.restarts.inc({ reason });
+  }
+
+  countPartitionFenced(): void {
+    this.partitionsFenced.inc();
   }
 
   setEsConcurrencyLimit(limit: number): void {

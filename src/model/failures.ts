@@ -172,6 +172,14 @@ export function causes(err: unknown): unknown[] {
   return out;
 }
 
+/** Whether a Kafka error, or any error it wraps, says a record or a batch was over the topic's limit. */
+export function isTooLarge(err: unknown): boolean {
+  return causes(err).some((e) => {
+    const t = (e as { type?: unknown }).type;
+    return t === 'MESSAGE_TOO_LARGE' || t === 'RECORD_LIST_TOO_LARGE';
+  });
+}
+
 /** One line about an error, for logs and dead-letter reasons (never the whole object). */
 export function describeError(err: unknown): string {
   if (err instanceof Error) return `${err.name}: ${err.message}`.replace(/[\r\n]+/g, ' ');

@@ -17,10 +17,10 @@ export interface IntakeMarks {
 /**
  * Records taken in and not yet durably committed that pause a partition, in HIGH_WATERs (and
  * LOW_WATERs to resume). Done records wait for their transaction (recordsPerCommit) and
- * hold little; counting them against HIGH_WATER itself paused intake during every
- * commit (draining 200,000 events, 2026-12-04: 4.8–5.1 of 8 partitions paused on average, 25.6–
- * 28.3k docs/s, against 3.9–4.3 paused and 28.1–29.2k docs/s with this), while a slow commit
- * still pauses intake, only later.
+ * hold little; counting them against HIGH_WATER itself paused intake during every commit
+ * and cost throughput. The factor trades throughput (fewer pauses while a commit is on its
+ * way) against memory held by records waiting for it; a slow commit still pauses intake,
+ * only later.
  */
 export const UNCOMMITTED_PER_HIGH_WATER = 4;
 

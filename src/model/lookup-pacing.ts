@@ -1,8 +1,8 @@
 /**
  * When a partition asks Redis about its next batch's events. A lookup pays only when it
  * finds copies (events another record created, which then skip Elasticsearch); on a stream
- * of new events it finds none and costs every batch a round trip and the worker about 3 µs
- * of CPU per event (draining 200,000 events, 2026-12-05: 8% of the rate). So after each
+ * of new events it finds none and costs every batch a round trip and the worker CPU per
+ * event, a visible share of the drain rate. So after each
  * lookup that found no copy the next one waits (the skipKnownCopies operator uses the retry
  * policy's capped exponential: 50 ms, twice as long each time, up to REDIS_LOOKUP_BACKOFF_MS);
  * one that finds a copy brings back a lookup for every batch. A batch not looked up loses

@@ -74,7 +74,5 @@ export const withMessage = (e: Entry, message: IngestMessage): Entry =>
 export const withDeletes = (e: Entry, clientId: string): Entry =>
   entry(e.record, e.seq, e.message, clientId, e.outcome);
 
-export const isOpen = (entry: Entry): boolean => entry.outcome === undefined;
-
 /** The client an entry is about (for per-client order), if any. */
 export const clientOf = (entry: Entry): string | undefined => entry.message?.clientId ?? entry.deletes;

@@ -1,6 +1,6 @@
 /**
  * The keys admitted during the last `windowMs` milliseconds: the contract of the dedup
- * window, whether its keys live in a `Set` (operators/distinct-within.ts) or off the V8 heap
+ * window, whether its keys live in a `Set` (operators/swept-seen-set.ts) or off the V8 heap
  * (windowed-id-set.ts).
  *
  * A key admitted at time `t` blocks the same key until `t + windowMs` (exclusive): at exactly

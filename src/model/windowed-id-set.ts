@@ -4,7 +4,7 @@ import { assertWindow, type WindowedSeenSet } from './seen-window.js';
  * The message ids admitted during the last `windowMs` milliseconds, kept off the V8 heap.
  *
  * The contract of `WindowedSeenSet` (seen-window.ts), as `createWindowedSeenSet<string>`
- * keeps it in a `Set` (operators/distinct-within.ts). Why a second
+ * keeps it in a `Set` (operators/swept-seen-set.ts). Why a second
  * implementation: at full speed the window holds the ids of 10 s of traffic, 250,000 and
  * more. As a `Set` of strings that is some 110 bytes per id on the V8 heap, where every major
  * GC marks it and the heap's growth factor doubles it in RSS (a quarter of the worker's live

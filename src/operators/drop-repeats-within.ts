@@ -2,7 +2,7 @@ import { asyncScheduler, type MonoTypeOperatorFunction, Observable, type Schedul
 import { decide, type Entry } from '../model/outcome.js';
 import { assertWindow } from '../model/seen-window.js';
 import { createWindowedIdSet } from '../model/windowed-id-set.js';
-import { createSweptSeenSet } from './distinct-within.js';
+import { createSweptSeenSet } from './swept-seen-set.js';
 
 /**
  * Decides an open entry a duplicate when a message with its id entered less than

@@ -55,9 +55,9 @@ interface Lane<T> {
  * Key 2 is idle from 3 and closes at 6, key 1 from 6 and closes at 9; `d` opens a new group
  * for key 1. Completion waits for the work of every value already received.
  *
- * Written by hand rather than composed from `groupBy` + `concatMap`: the composition costs
- * about 12 µs a message (a subscription chain per value, a timer set and cleared per value),
- * which is most of the graph's budget (see the benchmark). Here a group is a FIFO array; work
+ * Written by hand rather than composed from `groupBy` + `concatMap`: the composition costs a
+ * subscription chain per value and a timer set and cleared per value, which is most of the
+ * graph's budget per message (docs/benchmarks.md). Here a group is a FIFO array; work
  * that answers synchronously with an array is emitted without any subscription; each idle
  * group has at most one timer, re-armed when it fires rather than cleared on every value.
  *

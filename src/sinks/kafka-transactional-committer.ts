@@ -1,6 +1,6 @@
 import type { Admin, Kafka, Producer } from 'kafkajs';
 import type { Logger } from 'pino';
-import { causes } from '../model/failures.js';
+import { causes, isTooLarge } from '../model/failures.js';
 import { greater } from '../model/offset-tracker.js';
 import { type RetryPolicy, retrying } from '../retry/retry-policy.js';
 import { ProgressLedger } from './kafka-progress-ledger.js';
@@ -129,14 +129,13 @@ export class TransactionalCommitter implements CommitSink {
         // restart of a partition whose commit failed bound how long a commit may take.
         // A transaction begun right after the last one's EndTxn is refused with
         // CONCURRENT_TRANSACTIONS until the broker has written its markers (a few ms), and
-        // kafkajs waits initialRetryTime before asking again: at its 300 ms default, commits
-        // back to back took 47 ms on average (p90 297) against 9 ms (p90 26) at 20 ms, the Java
-        // client's backoff for this case (KAFKA-5477; `npm run bench -- --only commits`).
-        // Since the transaction manager keeps its coordinators (patches/kafkajs+2.2.4.patch),
-        // no FindCoordinator round trip stands between EndTxn and the next AddPartitionsToTxn,
-        // and the refusal came nearly every time: back to back 19.4 ms on average (p50 25.2)
-        // at 20 ms, 10.6 (p50 11.2, p90 14.9) at 5 ms, against 13.3 (p50 6.8, p90 32.6) with
-        // the lookups at 20 ms (2026-12-06).
+        // kafkajs waits initialRetryTime before asking again; its 300 ms default would set
+        // the pace of commits back to back (the Java client backs off far less for this case,
+        // KAFKA-5477). Since the transaction manager keeps its coordinators
+        // (patches/kafkajs+2.2.4.patch), nothing stands between EndTxn and the next
+        // AddPartitionsToTxn and the refusal comes nearly every time, so the first backoff is
+        // short: a few wasted requests to the coordinator buy commits that follow each other
+        // closely (docs/benchmarks.md, `npm run bench -- --only commits`).
         retry: {
           retries: Number.MAX_SAFE_INTEGER,
           initialRetryTime: options.retryFirstMs ?? COMMIT_RETRY_FIRST_MS,
@@ -355,13 +354,6 @@ function fromMetadata(metadata: string | null | undefined): string | undefined {
   if (!metadata?.startsWith(METADATA_TAG)) return undefined;
   const v = metadata.slice(METADATA_TAG.length);
   return /^\d+$/.test(v) ? v : undefined;
-}
-
-function isTooLarge(err: unknown): boolean {
-  return causes(err).some((e) => {
-    const t = (e as { type?: string }).type;
-    return t === 'MESSAGE_TOO_LARGE' || t === 'RECORD_LIST_TOO_LARGE';
-  });
 }
 
 export function isFenced(err: unknown): boolean {

@@ -89,8 +89,8 @@ const CLOCK_SKEW_MS = 60_000;
  * in the background; an expiring hash of millions of fields would be freed inline).
  *
  * Why hashes, not a key per mark: a key with its own TTL (`SET … PX`, one script run per
- * batch) cost Redis 4.0–4.5 µs of CPU per mark against 1.4 for a field of a batch's HSET,
- * about half of what Redis spent in a drain, and 220 against 160 bytes of memory.
+ * batch) costs Redis several times the CPU per mark of a field of a batch's HSET, and more
+ * memory; what is traded is a mark's exact expiry for expiry by generation.
  *
  * `#` never occurs in an encoded group name, so these keys cannot meet a mark key of an older
  * version (`<prefix><group>:<id>`). A mark counts only while the index it describes is the

@@ -25,8 +25,8 @@ interface Job<A> {
  * reads), merged while some are in flight. Each partition has one batch in flight, so
  * without this Elasticsearch gets as many small requests at once as there are partitions —
  * and a node spends per request (routing, the translog sync, queueing on its write threads)
- * what it would rather spend per document: 500 × 8 took 165 ms each inside a 2-core node
- * where 500 × 2 took 17 ms; and the worker spends per request (the client, HTTP, a socket
+ * what it would rather spend per document, so eight small requests at once take far longer
+ * each than two; and the worker spends per request (the client, HTTP, a socket
  * write that wakes the node) what it would rather spend per document. Here a batch goes out
  * at once while fewer than `lanes` requests are out; one that arrives when they are all out
  * waits for one of them and goes out with every other batch that arrived meanwhile, as one

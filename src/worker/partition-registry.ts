@@ -147,7 +147,7 @@ export class PartitionRegistry {
     this.failures.set(k, failures);
     const log = { topic, partition, err: String(err), failures };
     if (err instanceof PartitionLostError) {
-      this.deps.metrics.partitionsFenced.inc();
+      this.deps.metrics.countPartitionFenced();
       this.deps.log.warn(
         log,
         'partition fenced by another producer while still assigned here; taking it back unless a rebalance moves it',
@@ -178,7 +178,7 @@ export class PartitionRegistry {
   private restartLater(topic: string, partition: number, reason: string, delayMs: number): void {
     const k = key(topic, partition);
     this.deps.pauses.set(topic, partition, 'starting', true);
-    this.deps.metrics.restarts.inc({ reason });
+    this.deps.metrics.countPartitionRestart(reason);
     // A restart from the committed offset is Kafka work done again: a retry against Kafka.
     this.deps.metrics.countRetries('kafka', reason);
     const timer = setTimeout(() => {

@@ -162,7 +162,7 @@ export class PartitionRunner {
       this.input,
       {
         ...this.deps.ports,
-        commits: timedCommitSink(opened.committer, (s) => this.deps.metrics.commitDuration.observe(s)),
+        commits: timedCommitSink(opened.committer, (s) => this.deps.metrics.observeCommitDuration(s)),
       },
       {
         settings: config.graph,
@@ -319,11 +319,7 @@ export class PartitionRunner {
     this.flushMetrics();
     this.subscription?.unsubscribe();
     this.deps.pauses.set(this.topic, this.partition, 'backpressure', false);
-    const m = this.deps.metrics;
-    m.inFlight.remove(this.labels);
-    m.inFlightBytes.remove(this.labels);
-    m.lag.remove(this.labels);
-    m.stalled.remove(this.labels);
+    this.deps.metrics.forgetPartition(this.labels);
     await this.committer
       ?.close()
       .catch((err) => this.log.warn({ err: String(err) }, 'producer disconnect failed'));
@@ -349,15 +345,15 @@ export class PartitionRunner {
   }
 
   private flushMetrics(): void {
-    const m = this.deps.metrics;
     this.counts.flush();
-    m.inFlight.set(this.labels, this.tracker.unfinished);
-    m.inFlightBytes.set(this.labels, this.bytesInFlight.bytes);
-    const lag = this.lag();
-    if (lag !== undefined) m.lag.set(this.labels, lag);
+    this.deps.metrics.setInFlight(this.labels, this.tracker.unfinished, this.bytesInFlight.bytes);
   }
 
-  /** Records between the committed offset and the partition's end, as last fetched. */
+  /**
+   * Records between this runner's committed offset and the partition's end as last fetched:
+   * for the stall watch only, which must know of work waiting at once. `rxingest_consumer_lag`
+   * is the broker's sample (pushback-reactions.ts).
+   */
   private lag(): number | undefined {
     if (this.highWatermark === undefined) return undefined;
     const lag = Number(this.highWatermark) - Number(this.committed ?? '0');
@@ -381,7 +377,7 @@ export class PartitionRunner {
   private checkStall(): void {
     const change = this.stall.check(this.tracker.unfinished > 0 || (this.lag() ?? 0) > 0);
     if (change === undefined) return;
-    this.deps.metrics.stalled.set(this.labels, change.stalled ? 1 : 0);
+    this.deps.metrics.setPartitionStalled(this.labels, change.stalled);
     if (change.stalled) {
       this.log.warn(
         {

@@ -94,7 +94,7 @@ export function pushbackReactions({ metrics, log, holds }: PushbackReactionsDeps
       for (const [topic, sample] of samples)
         for (const p of sample.partitions)
           if (holds.owns(topic, p.partition))
-            metrics.lag.set({ topic, partition: String(p.partition) }, p.lag);
+            metrics.setConsumerLag({ topic, partition: String(p.partition) }, p.lag);
     },
 
     // One line when a topic's producers are first limited and one when the limit is lifted;

@@ -130,7 +130,7 @@ export async function startWorker({
     consumer,
     {
       paused: (topic, partition, reason, on) =>
-        metrics.paused.set({ topic, partition: String(partition), reason }, on ? 1 : 0),
+        metrics.setPartitionPaused({ topic, partition: String(partition) }, reason, on),
     },
     log,
   );

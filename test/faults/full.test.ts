@@ -14,7 +14,7 @@ import {
 import { groupChurn, killedRepeatedly } from './scenarios/worker-faults.js';
 
 /**
- * The fault suite (`npm run test:faults`): every scenario of issue 7 at full size, each
+ * The fault suite (`npm run test:faults`): every fault scenario at full size, each
  * ending with the independent expected-state check. Servers that are frozen, stopped or
  * restarted are private ones; the rest is the local stack. The figures are printed at the end.
  */

@@ -7,7 +7,7 @@ import { killedRepeatedly } from '../faults/scenarios/worker-faults.js';
 import { type ExtraEsNode, startExtraEsNode } from '../support/extra-es-node.js';
 
 /**
- * The short form of the fault suite (issue 7), in `npm test`: the same scenarios and checks
+ * The short form of the fault suite, in `npm test`: the same scenarios and checks
  * as `npm run test:faults`, at a size that fits CI. The full suite adds group churn, the 429
  * storm and the full sizes (200,000 messages, 10 kills, 30 s / 60 s outages).
  */

@@ -4,8 +4,8 @@ import { SHORT } from '../faults/scenarios/common.js';
 import { type PrivateKafkaCluster, startPrivateKafkaCluster } from '../support/private-kafka-cluster.js';
 
 /**
- * Scale-out, issue 11: a partition leader dies under two workers, at the short size
- * (20,000 messages, about 35-50 s with the cluster's start); the fault suite
+ * Scale-out: a partition leader dies under two workers, at the short size
+ * (20,000 messages); the fault suite
  * (test/faults/full.test.ts) runs it with 100,000. A private 3-node cluster (its own ports,
  * so the shared single broker is untouched); Elasticsearch and Redis are the local stack's.
  * The check at the end is the fault suite's independent one.

@@ -18,7 +18,7 @@ export interface Size {
 export const SHORT: Size = { waitMs: 100_000, messages: 10_000, kills: 3, outageMs: 6_000, maxRssMb: 700 };
 export const FULL: Size = { waitMs: 300_000, messages: 200_000, kills: 10, outageMs: 30_000, maxRssMb: 700 };
 
-/** What every scenario reports (the issue note quotes these). */
+/** What every scenario reports (the suite prints these at the end). */
 export interface ScenarioReport {
   readonly scenario: string;
   readonly messages: number;

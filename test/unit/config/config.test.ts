@@ -41,7 +41,7 @@ describe('loadConfig: defaults', () => {
     expect(c.redis.processedTtlMs).toBe(60 * 60 * 1000);
     expect(c.stallTimeoutMs).toBe(120_000);
     expect(c.triggerRules).toEqual([]);
-    // Waiting batches are not joined unless asked: joining measured no better at half load.
+    // Waiting batches are not joined unless asked: holding them back to save requests did not pay.
     expect(c.graph.batchJoinBytes).toBe(0);
     expect(loadConfig({ BATCH_JOIN_BYTES: '1048576' }, noFile).graph.batchJoinBytes).toBe(1_048_576);
   });

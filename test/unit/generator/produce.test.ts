@@ -1,6 +1,6 @@
 import type { ProducerRecord } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
-import { isTooLarge, ProduceError, runProducer } from '../../../src/generator/produce.js';
+import { ProduceError, runProducer } from '../../../src/generator/produce.js';
 import { countKinds, planWorkload, type WorkloadRecord } from '../../../src/generator/workload.js';
 
 /** A virtual clock: sleeping moves time forward at once; sends take `sendMs`. */
@@ -183,12 +183,5 @@ describe('runProducer', () => {
     await expect(runProducer({ topic: 't', records: [b!, a!] }, { producer, clock })).rejects.toThrow(
       /sorted/,
     );
-  });
-
-  it('recognises too-large errors through the cause chain', () => {
-    expect(isTooLarge({ type: 'MESSAGE_TOO_LARGE' })).toBe(true);
-    expect(isTooLarge(new Error('x', { cause: { type: 'RECORD_LIST_TOO_LARGE' } }))).toBe(true);
-    expect(isTooLarge(new Error('x', { cause: { type: 'LEADER_NOT_AVAILABLE' } }))).toBe(false);
-    expect(isTooLarge(undefined)).toBe(false);
   });
 });

@@ -55,6 +55,64 @@ describe('WorkerMetrics', () => {
     expect(sampleValue(text, 'rxingest_es_pool_queued')).toBe(7);
   });
 
+  it("has one writer of rxingest_consumer_lag, the broker's sample, and says so in its help", async () => {
+    const m = metricsWith();
+    const p = { topic: 'in.a', partition: '0' };
+    // What a partition runner writes about its partition leaves the lag alone.
+    m.setInFlight(p, 40, 4_000);
+    m.setPartitionStalled(p, true);
+    m.setPartitionPaused(p, 'backpressure', true);
+    let text = parsePrometheusText(await m.registry.metrics());
+    expect(sampleValue(text, 'rxingest_consumer_lag', p)).toBeUndefined();
+    expect(sampleValue(text, 'rxingest_in_flight', p)).toBe(40);
+
+    m.setConsumerLag(p, 120);
+    m.setInFlight(p, 0, 0);
+    text = parsePrometheusText(await m.registry.metrics());
+    expect(sampleValue(text, 'rxingest_consumer_lag', p)).toBe(120);
+    expect((await m.snapshot()).lag).toBe(120);
+    expect(await m.registry.metrics()).toMatch(
+      /# HELP rxingest_consumer_lag .*as the broker reports them every LAG_INTERVAL_MS/,
+    );
+  });
+
+  it('forgets a partition that left: its in-flight, lag and stall series go, its pause series stays', async () => {
+    const m = metricsWith();
+    const gone = { topic: 'in.a', partition: '0' };
+    const kept = { topic: 'in.a', partition: '1' };
+    for (const p of [gone, kept]) {
+      m.setInFlight(p, 1, 10);
+      m.setConsumerLag(p, 5);
+      m.setPartitionStalled(p, false);
+      m.setPartitionPaused(p, 'starting', false);
+    }
+    m.forgetPartition(gone);
+    const text = parsePrometheusText(await m.registry.metrics());
+    for (const name of [
+      'rxingest_in_flight',
+      'rxingest_in_flight_bytes',
+      'rxingest_consumer_lag',
+      'rxingest_partition_stalled',
+    ]) {
+      expect(sampleValue(text, name, gone), name).toBeUndefined();
+      expect(sampleValue(text, name, kept), name).toBeDefined();
+    }
+    expect(sampleValue(text, 'rxingest_partition_paused', { ...gone, reason: 'starting' })).toBe(0);
+  });
+
+  it('counts partition restarts by reason, fenced partitions, and commit durations', async () => {
+    const m = metricsWith();
+    m.countPartitionRestart('fenced');
+    m.countPartitionRestart('fenced');
+    m.countPartitionFenced();
+    m.observeCommitDuration(0.2);
+    const text = parsePrometheusText(await m.registry.metrics());
+    expect(sampleValue(text, 'rxingest_partition_restarts_total', { reason: 'fenced' })).toBe(2);
+    expect(sampleValue(text, 'rxingest_partitions_fenced_total')).toBe(1);
+    expect(sampleValue(text, 'rxingest_commit_duration_seconds_count')).toBe(1);
+    expect(sampleValue(text, 'rxingest_commit_duration_seconds_sum')).toBeCloseTo(0.2);
+  });
+
   it('counts a commit, its triggers and its dead letters by class', async () => {
     const m = metricsWith();
     const topics = { triggersTopic: 't', dlqTopic: 'd' };

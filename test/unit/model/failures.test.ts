@@ -6,6 +6,7 @@ import {
   classifyError,
   classifyItemError,
   describeError,
+  isTooLarge,
   RecordRejectedError,
 } from '../../../src/model/failures.js';
 
@@ -212,6 +213,28 @@ describe('classifyError: a thrown error', () => {
     (a as { cause?: unknown }).cause = b;
     expect(causes(a)).toHaveLength(10);
     expect(classifyError(a)).toBe('unknown');
+  });
+});
+
+describe('isTooLarge', () => {
+  it('recognises too-large errors through the cause chain', () => {
+    expect(isTooLarge({ type: 'MESSAGE_TOO_LARGE' })).toBe(true);
+    expect(isTooLarge(new Error('x', { cause: { type: 'RECORD_LIST_TOO_LARGE' } }))).toBe(true);
+    expect(isTooLarge(new Error('x', { cause: { type: 'LEADER_NOT_AVAILABLE' } }))).toBe(false);
+    expect(isTooLarge(undefined)).toBe(false);
+  });
+
+  it('recognises a too-large refusal wrapped by kafkajs (its retrier, or as originalError)', () => {
+    const refusal = new KafkaJSProtocolError({
+      type: 'MESSAGE_TOO_LARGE',
+      code: 10,
+      retriable: false,
+      message: 'too large',
+    } as never);
+    expect(isTooLarge(new KafkaJSNumberOfRetriesExceeded(refusal, { retryCount: 5, retryTime: 100 }))).toBe(
+      true,
+    );
+    expect(isTooLarge(Object.assign(new Error('send failed'), { originalError: refusal }))).toBe(true);
   });
 });
 

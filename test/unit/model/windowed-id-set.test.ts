@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createWindowedIdSet } from '../../../src/model/windowed-id-set.js';
-import { createWindowedSeenSet } from '../../../src/operators/distinct-within.js';
+import { createWindowedSeenSet } from '../../../src/operators/swept-seen-set.js';
 
 /** A small deterministic generator (mulberry32), so a failure names its seed. */
 function rng(seed: number) {
@@ -26,7 +26,7 @@ function fnv(key: string): number {
 }
 
 // The window's contract (half-open windows, expiry, clear) is shared with the Set version:
-// distinct-within.test.ts runs it on both.
+// swept-seen-set.test.ts runs it on both.
 describe('createWindowedIdSet', () => {
   it('answers exactly as the Set-based window on random keys, times and repeats', () => {
     for (const seed of [1, 2, 3, 4, 5]) {

@@ -40,6 +40,27 @@ describe('dropRepeatsWithin', () => {
     expect(out[1]).toEqual({ ...again, outcome: { kind: 'duplicate', by: 'window' } });
   });
 
+  it('drops every copy inside the window, whatever the gap between copies: copies do not extend it', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      // The window starts at the admitted message, not at the last copy.
+      const source = cold('a-a-a-a-a-a-|', events('a'));
+      expectObservable(source.pipe(dropRepeatsWithin(6), map(label))).toBe('a-A-A-a-A-A-|', {
+        a: 'a:open',
+        A: 'a:duplicate',
+      });
+    });
+  });
+
+  it('admits an id again once its window has passed, however long after', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('a 20ms a 3ms a|', events('a'));
+      expectObservable(source.pipe(dropRepeatsWithin(10), map(label))).toBe('a 20ms a 3ms A|', {
+        a: 'a:open',
+        A: 'a:duplicate',
+      });
+    });
+  });
+
   it('emits every entry, in order: nothing is dropped from the stream, only decided', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('aaaa|', events('a'));
@@ -116,6 +137,31 @@ describe('dropRepeatsWithin', () => {
     expect(s.observed).toBe(false);
   });
 
+  it('sets its one sweep timer for when the newest id expires, and has forgotten every id when it fires', () => {
+    const scheduler = new VirtualTimeScheduler();
+    const s = new Subject<Entry>();
+    const r = recordFactory();
+    const out: Entry[] = [];
+    s.pipe(dropRepeatsWithin(10, scheduler)).subscribe((e) => out.push(e));
+    s.next(openEntry(r.event('a', 'c')));
+    expect(scheduler.actions[0]?.delay).toBe(10);
+    scheduler.flush();
+    expect(scheduler.frame).toBe(10);
+    s.next(openEntry(r.event('a', 'c')));
+    expect(out.map(label)).toEqual(['a:open', 'a:open']);
+  });
+
+  it('cancels the sweep timer when the source completes', () => {
+    const scheduler = new VirtualTimeScheduler();
+    const s = new Subject<Entry>();
+    const r = recordFactory();
+    s.pipe(dropRepeatsWithin(10, scheduler)).subscribe();
+    s.next(openEntry(r.event('a', 'c')));
+    expect(scheduler.actions).toHaveLength(1);
+    s.complete();
+    expect(scheduler.actions).toHaveLength(0);
+  });
+
   it('keeps a separate window per subscription', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('a|', events('a'));
@@ -125,9 +171,10 @@ describe('dropRepeatsWithin', () => {
     });
   });
 
-  it('throws a RangeError when built with a window that is not a finite number > 0 (like distinctWithin)', () => {
+  it('throws a RangeError when built with a window that is not a finite number > 0 ', () => {
     for (const bad of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
       expect(() => dropRepeatsWithin(bad)).toThrow(RangeError);
+      expect(() => dropRepeatsWithin(bad)).toThrow(/windowMs/);
     }
   });
 });

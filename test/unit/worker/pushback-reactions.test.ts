@@ -23,7 +23,7 @@ function setup() {
     consumer,
     {
       paused: (topic, partition, reason, on) =>
-        metrics.paused.set({ topic, partition: String(partition), reason }, on ? 1 : 0),
+        metrics.setPartitionPaused({ topic, partition: String(partition) }, reason, on),
     },
     log,
   );
@@ -139,6 +139,22 @@ describe('push-back reactions in the worker', () => {
     expect(await value('rxingest_hot_clients')).toBe(3);
     hooks.onHotClients!('orders', new Set(), [], ['a', 'b']);
     expect(await value('rxingest_hot_clients')).toBe(1);
+  });
+
+  it('each broker sample replaces the last as the partition’s lag, down to 0 once caught up', async () => {
+    const { hooks, holds, value } = setup();
+    holds.assign({ orders: [0] });
+    const sample = (lag: number) =>
+      new Map([
+        [
+          'orders',
+          { end: lag, committed: 0, lag, partitions: [{ partition: 0, end: lag, committed: 0, lag }] },
+        ],
+      ]);
+    hooks.onLag!(sample(900));
+    expect(await value('rxingest_consumer_lag', { topic: 'orders', partition: '0' })).toBe(900);
+    hooks.onLag!(sample(0));
+    expect(await value('rxingest_consumer_lag', { topic: 'orders', partition: '0' })).toBe(0);
   });
 
   it('logs a producer limit when it is first published and when it is lifted, not at every change', () => {

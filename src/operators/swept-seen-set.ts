@@ -1,10 +1,4 @@
-import {
-  asyncScheduler,
-  type MonoTypeOperatorFunction,
-  Observable,
-  type SchedulerLike,
-  type Subscription,
-} from 'rxjs';
+import type { SchedulerLike, Subscription } from 'rxjs';
 import { assertWindow, type WindowedSeenSet } from '../model/seen-window.js';
 
 // Compacting the queue only once its dead head is large and at least half of it keeps
@@ -12,7 +6,8 @@ import { assertWindow, type WindowedSeenSet } from '../model/seen-window.js';
 const COMPACT_AFTER = 1024;
 
 /**
- * Creates the set behind {@link distinctWithin}. Memory is bounded by the keys of one window
+ * The dedup window's keys in a `Set` (any key type): the reference the off-heap
+ * `createWindowedIdSet` answers like. Memory is bounded by the keys of one window
  * (plus those that expired since the last eviction), never by history.
  *
  * `now` must not go backwards: the queue relies on admission times growing, and a clock that
@@ -75,73 +70,6 @@ export function createWindowedSeenSet<K>(windowMs: number, now: () => number): W
       head = 0;
     },
   };
-}
-
-export interface DistinctWithinOptions<T> {
-  /** Called synchronously with each dropped value, before the next value is looked at. */
-  onDuplicate?: (value: T) => void;
-  scheduler?: SchedulerLike;
-}
-
-/**
- * Drops a value whose key was emitted less than `windowMs` ago. Once the window of a key has
- * passed, the key is let through again and opens a new window. Unlike `distinct`, memory is
- * bounded by the window, not by every key ever seen.
- *
- * ```text
- * keyOf = v => v, windowMs = 5 (one character = 1 ms)
- *
- * source:    -a--a-a--ba---b-|
- * result:    -a----a--b----b-|
- * duplicate: ----a-----a------      (values handed to onDuplicate)
- * ```
- *
- * The window of a key is half-open, `[t, t + windowMs)`: `a` at 4 is 3 ms after `a` at 1 and
- * is dropped; `a` at 6 is exactly 5 ms after it and is admitted, opening a new window, so `a`
- * at 10 is dropped; `b` at 14 is exactly 5 ms after `b` at 9 and is admitted.
- *
- * Dropped values are only dropped, so a caller that must account for every value (marking a
- * message done, for instance) does so in `onDuplicate`.
- *
- * Expired keys are evicted on each value and, when the source falls silent, by a single timer
- * set for when the newest key expires, so an idle partition does not hold a burst's keys.
- * Errors and completion pass through; a throwing `keyOf` or `onDuplicate` errors the result.
- *
- * @throws RangeError if `windowMs` is not a finite number > 0.
- */
-export function distinctWithin<T, K>(
-  keyOf: (value: T) => K,
-  windowMs: number,
-  options: DistinctWithinOptions<T> = {},
-): MonoTypeOperatorFunction<T> {
-  assertWindow(windowMs);
-  const { onDuplicate, scheduler = asyncScheduler } = options;
-
-  return (source) =>
-    new Observable<T>((subscriber) => {
-      const seen = createSweptSeenSet<K>(windowMs, scheduler);
-
-      const sub = source.subscribe({
-        next: (value) => {
-          let admitted: boolean;
-          try {
-            admitted = seen.admit(keyOf(value));
-            if (!admitted) onDuplicate?.(value);
-          } catch (err) {
-            subscriber.error(err);
-            return;
-          }
-          if (admitted) subscriber.next(value);
-        },
-        error: (err) => subscriber.error(err),
-        complete: () => subscriber.complete(),
-      });
-
-      return () => {
-        sub.unsubscribe();
-        seen.dispose();
-      };
-    });
 }
 
 /**
