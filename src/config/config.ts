@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { TombstonePolicy } from '../model/message.js';
 import type { TriggerRule } from '../model/trigger-rule.js';
 import { ConfigError } from './config-error.js';
+import { ENGINE_SETTINGS, type EngineSetting } from './engine-setting.js';
 import type { GraphSettings } from './graph-settings.js';
 
 export type { GraphSettings, TombstonePolicy, TriggerRule };
@@ -45,6 +46,8 @@ export interface Config {
   };
   readonly elasticsearch: ElasticsearchSecurity & {
     readonly node: string;
+    /** Which search engine ES_NODE is: `auto` asks it at start; the others skip the question. */
+    readonly engine: EngineSetting;
     readonly profilesIndex: string;
     readonly eventsIndex: string;
     /** An ILM policy for the indices of a date-pattern EVENTS_INDEX (attached through the template). */
@@ -158,6 +161,9 @@ const schema = {
   PROGRESS_TOPIC: [topicName, 'ingest.progress'],
   TRIGGER_RULES: [z.string(), ''],
   ES_NODE: [url(['http:', 'https:']), 'http://localhost:9200'],
+  // The server's product and major version, found out at start (`auto`); a value names it
+  // instead, for a server that will not say (no cluster `monitor` privilege).
+  ES_ENGINE: [z.enum(ENGINE_SETTINGS, `one of ${ENGINE_SETTINGS.join(', ')}`), 'auto'],
   ES_REQUEST_TIMEOUT_MS: [int(100, 600_000), '30000'],
   ES_MAX_CONNECTIONS: [int(1, 10_000), '256'],
   PROFILE_CACHE_SIZE: [int(0, 10_000_000), '0'],
@@ -339,6 +345,7 @@ export function loadConfig(
     elasticsearch: {
       ...esSecurity,
       node: r.ES_NODE,
+      engine: r.ES_ENGINE,
       profilesIndex: r.PROFILES_INDEX,
       eventsIndex: r.EVENTS_INDEX,
       eventsIlmPolicy: r.EVENTS_ILM_POLICY === '' ? undefined : r.EVENTS_ILM_POLICY,
