@@ -198,7 +198,7 @@ cmd_down() {
   if [ $# -gt 0 ]; then
     local s; for s in "$@"; do
       case "$s" in
-        elasticsearch) stop_pidfile Elasticsearch "$STATE/elasticsearch.pid" ;;
+        elasticsearch) stop_pidfile "$engine_label" "$STATE/elasticsearch.pid" ;;
         kafka) stop_pidfile Kafka "$STATE/kafka.pid"; cluster_down ;;
         redis) stop_pidfile Redis "$STATE/redis.pid" ;;
         *) die "unknown server '$s' (elasticsearch, kafka, redis)" ;;
@@ -209,7 +209,7 @@ cmd_down() {
   if [ "$MODE" != native ] && docker_ready && [ -n "$(docker compose -f "$here/docker-compose.yml" ps -q 2>/dev/null)" ]; then
     docker compose -f "$here/docker-compose.yml" down
   fi
-  stop_pidfile Elasticsearch "$STATE/elasticsearch.pid"
+  stop_pidfile "$engine_label" "$STATE/elasticsearch.pid"
   for p in $(es_leftovers); do kill -TERM "$p" 2>/dev/null || true; done
   stop_pidfile Kafka "$STATE/kafka.pid"
   cluster_down
