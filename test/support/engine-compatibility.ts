@@ -5,6 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createElasticsearch } from '../../src/clients/elasticsearch.js';
 import { engineLabel } from '../../src/clients/search-engine.js';
 import { planWorkload, type WorkloadRecord } from '../../src/generator/workload.js';
+import type { Size } from '../faults/scenarios/common.js';
+import { eventsIndexDeleted } from '../faults/scenarios/operator-faults.js';
 import { type EngineServer, type EngineSpec, startEngine } from './engine-server.js';
 import { Pipeline } from './pipeline.js';
 import { kafkaClient, stackEnv } from './stack.js';
@@ -16,11 +18,14 @@ const event = (clientId: string, data: Record<string, unknown>): WorkloadRecord 
   return { sendAtMs: 0, key: clientId, value: Buffer.from(JSON.stringify(msg)), kind: 'event', id, clientId };
 };
 
+/** The destination fault's workload: small, the compatibility run has ~2 minutes per engine. */
+const FAULT_SIZE: Size = { waitMs: 100_000, messages: 2_000, kills: 0, outageMs: 3_000, maxRssMb: 700 };
+
 /**
  * The compatibility run for one engine other than the stack's Elasticsearch 9: starts it on a
  * port of its own, runs a real worker to the contract's state (reconcile agrees), shows what a
  * field whose type changes between messages becomes, replays a dead letter the engine refused,
- * and stops the engine.
+ * waits out its events index deleted with auto-create off, and stops the engine.
  */
 export function engineCompatibility(spec: EngineSpec): void {
   const label = engineLabel(spec.engine);
@@ -139,6 +144,11 @@ export function engineCompatibility(spec: EngineSpec): void {
           .delete({ index: [d.names.events, d.names.profiles], ignore_unavailable: true })
           .catch(() => undefined);
       }
+    });
+
+    it('the events index deleted with auto-create off: no dead letter, no commit past it; recreated, everything lands', async () => {
+      const report = await eventsIndexDeleted(FAULT_SIZE, 78, servers());
+      expect(report).toMatchObject({ lost: 0, duplicated: 0 });
     });
   });
 }
