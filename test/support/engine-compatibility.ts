@@ -5,12 +5,22 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createElasticsearch } from '../../src/clients/elasticsearch.js';
 import { engineLabel } from '../../src/clients/search-engine.js';
 import { planWorkload, type WorkloadRecord } from '../../src/generator/workload.js';
-import type { Size } from '../faults/scenarios/common.js';
+import { finish, type Size, stopGracefully, traffic } from '../faults/scenarios/common.js';
 import { eventsIndexDeleted } from '../faults/scenarios/operator-faults.js';
 import { type EngineServer, type EngineSpec, startEngine } from './engine-server.js';
+import { freePort } from './extra-es-node.js';
 import { Pipeline } from './pipeline.js';
-import { kafkaClient, stackEnv } from './stack.js';
+import { kafkaClient, stackEnv, waitFor } from './stack.js';
 import { runCli, runWorkerUntilCaughtUp, pipeline as toolDeployment } from './tool-deployment.js';
+import { scrapedSum } from './worker-observation.js';
+
+const readLog = (file: string) => {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return '';
+  }
+};
 
 const event = (clientId: string, data: Record<string, unknown>): WorkloadRecord => {
   const id = randomUUID();
@@ -25,7 +35,7 @@ const FAULT_SIZE: Size = { waitMs: 100_000, messages: 2_000, kills: 0, outageMs:
  * The compatibility run for one engine other than the stack's Elasticsearch 9: starts it on a
  * port of its own, runs a real worker to the contract's state (reconcile agrees), shows what a
  * field whose type changes between messages becomes, replays a dead letter the engine refused,
- * waits out its events index deleted with auto-create off, and stops the engine.
+ * waits out its events index deleted with auto-create off and the engine frozen, and stops it.
  */
 export function engineCompatibility(spec: EngineSpec): void {
   const label = engineLabel(spec.engine);
@@ -149,6 +159,43 @@ export function engineCompatibility(spec: EngineSpec): void {
     it('the events index deleted with auto-create off: no dead letter, no commit past it; recreated, everything lands', async () => {
       const report = await eventsIndexDeleted(FAULT_SIZE, 78, servers());
       expect(report).toMatchObject({ lost: 0, duplicated: 0 });
+    });
+
+    it('frozen (SIGSTOP) under load: the breaker opens, and once thawed everything lands', async () => {
+      const p = await Pipeline.create(`compat-frozen-${spec.engine.product}${spec.engine.major}`, {
+        partitions: 4,
+        servers: servers(),
+      });
+      const port = await freePort(19600);
+      try {
+        const w = p.spawn('w', { ...p.controlEnv(port), ES_REQUEST_TIMEOUT_MS: '5000' });
+        await waitFor('the worker to start', () => /"msg":"worker started"/.test(readLog(w.logFile)), {
+          timeoutMs: 60_000,
+        });
+        await server!.freeze();
+        const frozenAt = Date.now();
+        try {
+          const producing = p.produce(traffic(90, 2_000));
+          await waitFor(
+            'the breaker open',
+            async () => (await scrapedSum(port, 'rxingest_breaker_state', { target: 'elasticsearch' })) === 2,
+            { timeoutMs: 30_000, intervalMs: 200 },
+          );
+          console.info(`${label}: breaker open ${Date.now() - frozenAt} ms after the freeze`);
+          expect(await p.committedAtEnd(), 'the input not committed past while the engine is frozen').toBe(
+            false,
+          );
+          await producing;
+        } finally {
+          await server!.thaw();
+        }
+        const report = await finish(p, `${label} frozen`, [w], FAULT_SIZE);
+        expect(report).toMatchObject({ lost: 0, duplicated: 0 });
+        await stopGracefully(w);
+      } finally {
+        await server!.thaw();
+        await p.cleanup();
+      }
     });
   });
 }

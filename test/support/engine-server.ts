@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -17,6 +18,23 @@ export interface EngineServer {
   /** From `up` to the cluster answering yellow (the first run includes the download). */
   readonly startMs: number;
   stop(): Promise<void>;
+  /** SIGSTOP to every process of the engine: connections stay open, nothing answers. */
+  freeze(): Promise<void>;
+  /** SIGCONT to them. */
+  thaw(): Promise<void>;
+}
+
+/** The process the stack started (its pid file) and all its descendants (launcher, JVM). */
+async function processTree(root: number): Promise<number[]> {
+  const { stdout } = await run('ps', ['-e', '-o', 'pid=,ppid=']);
+  const children = new Map<number, number[]>();
+  for (const line of stdout.trim().split('\n')) {
+    const [pid, ppid] = line.trim().split(/\s+/).map(Number) as [number, number];
+    children.set(ppid, [...(children.get(ppid) ?? []), pid]);
+  }
+  const tree = [root];
+  for (let i = 0; i < tree.length; i++) tree.push(...(children.get(tree[i]!) ?? []));
+  return tree;
 }
 
 /**
@@ -25,14 +43,19 @@ export interface EngineServer {
  * that engine (`down elasticsearch` in its state folder).
  */
 export async function startEngine(spec: EngineSpec): Promise<EngineServer> {
+  const stateDir = join(tmpdir(), `rxingest-engine-${spec.port}`);
   const env = {
     ...process.env,
     RXINGEST_STACK_MODE: 'native',
-    RXINGEST_STACK_DIR: join(tmpdir(), `rxingest-engine-${spec.port}`),
+    RXINGEST_STACK_DIR: stateDir,
     RXINGEST_SEARCH_ENGINE: spec.engine.product,
     SEARCH_VERSION: spec.engine.version,
     ES_PORT: String(spec.port),
     ES_HEAP: '512m',
+  };
+  const signalAll = async (signal: NodeJS.Signals) => {
+    const root = Number(readFileSync(join(stateDir, 'elasticsearch.pid'), 'utf8'));
+    for (const pid of await processTree(root)) process.kill(pid, signal);
   };
   const started = Date.now();
   try {
@@ -49,5 +72,7 @@ export async function startEngine(spec: EngineSpec): Promise<EngineServer> {
     stop: async () => {
       await run('bash', ['scripts/stack.sh', 'down', 'elasticsearch'], { env, timeout: 120_000 });
     },
+    freeze: () => signalAll('SIGSTOP'),
+    thaw: () => signalAll('SIGCONT'),
   };
 }
