@@ -68,14 +68,16 @@ export async function resolveSearchEngine(
       elasticsearchClientOptions(conn, { requestTimeout: 10_000, maxRetries: 2 }),
     );
   } catch (err) {
+    // The client's error stays as the cause: the tools word it their own way.
+    const stop = (line: string) =>
+      Object.assign(new StartupCheckError('Elasticsearch', line), { cause: err });
     const cause = elasticsearchMisconfiguration(conn, err);
-    if (cause !== undefined) throw new StartupCheckError('Elasticsearch', cause);
+    if (cause !== undefined) throw stop(cause);
     if (err instanceof errors.ConnectionError || err instanceof errors.TimeoutError) {
-      throw new StartupCheckError('Elasticsearch', `${where(conn)} is unreachable: ${err.message}`);
+      throw stop(`${where(conn)} is unreachable: ${err.message}`);
     }
     if (err instanceof errors.ResponseError) {
-      throw new StartupCheckError(
-        'Elasticsearch',
+      throw stop(
         `${where(conn)}: could not tell which search engine it is (HTTP ${err.statusCode} to GET /_nodes/_local; the credentials need the cluster privilege "monitor"), set ES_ENGINE to one of ${ENGINE_SETTINGS.slice(1).join(', ')}`,
       );
     }

@@ -35,7 +35,9 @@ export function kafkaFor(config: Config, tool: string): Kafka {
 /** The client in the dialect of the engine ES_NODE is (asked first, unless ES_ENGINE names it). */
 export async function elasticsearchFor(config: Config): Promise<Client> {
   const engine = await resolveSearchEngine(config.elasticsearch).catch((err: unknown) => {
-    throw err instanceof StartupCheckError ? new CannotRun(err.message) : err;
+    if (!(err instanceof StartupCheckError)) throw err;
+    const worded = err.cause === undefined ? undefined : asCannotRun(err.cause, config);
+    throw worded instanceof CannotRun ? worded : new CannotRun(err.message);
   });
   return createElasticsearch(
     config.elasticsearch,

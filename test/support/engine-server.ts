@@ -11,10 +11,15 @@ const run = promisify(execFile);
 export interface EngineSpec {
   readonly engine: SearchEngine;
   readonly port: number;
+  /** OpenSearch with its security plugin: TLS and basic auth (user admin). */
+  readonly secure?: boolean;
 }
 
 export interface EngineServer {
   readonly url: string;
+  /** Secured: the CA's PEM file and admin's password. */
+  readonly caFile?: string;
+  readonly password?: string;
   /** From `up` to the cluster answering yellow (the first run includes the download). */
   readonly startMs: number;
   stop(): Promise<void>;
@@ -52,6 +57,7 @@ export async function startEngine(spec: EngineSpec): Promise<EngineServer> {
     SEARCH_VERSION: spec.engine.version,
     ES_PORT: String(spec.port),
     ES_HEAP: '512m',
+    RXINGEST_SEARCH_SECURE: spec.secure ? '1' : '0',
   };
   const signalAll = async (signal: NodeJS.Signals) => {
     const root = Number(readFileSync(join(stateDir, 'elasticsearch.pid'), 'utf8'));
@@ -66,8 +72,13 @@ export async function startEngine(spec: EngineSpec): Promise<EngineServer> {
       `${spec.engine.product} ${spec.engine.version} could not start:\n${e.stderr ?? e.message}`,
     );
   }
+  const caFile = join(stateDir, 'opensearch-ca.pem');
   return {
-    url: `http://127.0.0.1:${spec.port}`,
+    url: `${spec.secure ? 'https' : 'http'}://127.0.0.1:${spec.port}`,
+    ...(spec.secure && {
+      caFile,
+      password: readFileSync(join(stateDir, 'opensearch-admin-password'), 'utf8'),
+    }),
     startMs: Date.now() - started,
     stop: async () => {
       await run('bash', ['scripts/stack.sh', 'down', 'elasticsearch'], { env, timeout: 120_000 });

@@ -7,6 +7,7 @@ import { type Admin, type Kafka, Kafka as KafkaClient, logLevel } from 'kafkajs'
 import { expect } from 'vitest';
 import { createElasticsearch } from '../../src/clients/elasticsearch.js';
 import type { SearchEngine } from '../../src/clients/search-engine.js';
+import type { ElasticsearchSecurity } from '../../src/config/security.js';
 import { runProducer } from '../../src/generator/produce.js';
 import type { WorkloadRecord } from '../../src/generator/workload.js';
 import {
@@ -45,6 +46,8 @@ export interface Servers {
   readonly redisUrl: string;
   /** The engine at esNode, when it is not the stack's Elasticsearch 9 (the compatibility run). */
   readonly engine?: SearchEngine;
+  /** Credentials and CA for a secured esNode (the test's own client; the worker's come in `env`). */
+  readonly esSecurity?: ElasticsearchSecurity;
 }
 
 export interface PipelineOptions {
@@ -118,7 +121,7 @@ export class Pipeline {
     });
     this.admin = this.kafka.admin();
     this.es = createElasticsearch(
-      { node: this.servers.esNode },
+      { node: this.servers.esNode, ...this.servers.esSecurity },
       { requestTimeout: 60_000 },
       this.servers.engine,
     );
