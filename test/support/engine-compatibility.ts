@@ -28,7 +28,7 @@ const event = (clientId: string, data: Record<string, unknown>): WorkloadRecord 
   return { sendAtMs: 0, key: clientId, value: Buffer.from(JSON.stringify(msg)), kind: 'event', id, clientId };
 };
 
-/** The destination fault's workload: small, the compatibility run has ~2 minutes per engine. */
+/** The destination faults' workload: small, since the compatibility run repeats them on every engine. */
 const FAULT_SIZE: Size = { waitMs: 100_000, messages: 2_000, kills: 0, outageMs: 3_000, maxRssMb: 700 };
 
 /**
