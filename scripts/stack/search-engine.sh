@@ -5,6 +5,7 @@
 #   SEARCH_VERSION          the engine's version; for Elasticsearch ES_VERSION (9.2.4) is the
 #                           default, for OpenSearch OPENSEARCH_VERSION (2.19.4)
 #   ES_PORT, ES_HEAP        its HTTP port and heap, whichever the engine
+#   ES_EXTRA_SETTINGS       lines added to its elasticsearch.yml / opensearch.yml (key: value)
 #   ES_JAVA_HOME / OPENSEARCH_JAVA_HOME   the JDK (else found under /usr/lib/jvm:
 #                           Elasticsearch and OpenSearch 3 need 21+, OpenSearch 2 runs on 11-21)
 #   RXINGEST_SEARCH_SECURE=1  OpenSearch with its security plugin (from Maven Central): TLS
@@ -150,6 +151,7 @@ es_up() {
   rm -rf "$run/config"; cp -r "$engine_home/config" "$run/config"
   sed -e "s|@ES_PORT@|$ES_PORT|g" -e "s|@DATA@|$run/data|g" -e "s|@LOGS@|$run/logs|g" \
       "$here/scripts/stack/$engine_bin.yml.tmpl" > "$run/config/$engine_bin.yml"
+  [ -n "${ES_EXTRA_SETTINGS:-}" ] && printf '%s\n' "$ES_EXTRA_SETTINGS" >> "$run/config/$engine_bin.yml"
   if [ "$SEARCH_SECURE" = 1 ]; then
     sed -n '/Start OpenSearch Security Demo/,/End OpenSearch Security Demo/p' "$engine_home/config/opensearch.yml" \
       | grep -v '^node.max_local_storage_nodes' >> "$run/config/opensearch.yml"

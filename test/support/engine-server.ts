@@ -13,6 +13,8 @@ export interface EngineSpec {
   readonly port: number;
   /** OpenSearch with its security plugin: TLS and basic auth (user admin). */
   readonly secure?: boolean;
+  /** Start-up settings added to the engine's configuration file. */
+  readonly settings?: Readonly<Record<string, string | number>>;
 }
 
 export interface EngineServer {
@@ -58,6 +60,9 @@ export async function startEngine(spec: EngineSpec): Promise<EngineServer> {
     ES_PORT: String(spec.port),
     ES_HEAP: '512m',
     RXINGEST_SEARCH_SECURE: spec.secure ? '1' : '0',
+    ES_EXTRA_SETTINGS: Object.entries(spec.settings ?? {})
+      .map(([k, v]) => `${k}: ${v}`)
+      .join('\n'),
   };
   const signalAll = async (signal: NodeJS.Signals) => {
     const root = Number(readFileSync(join(stateDir, 'elasticsearch.pid'), 'utf8'));
