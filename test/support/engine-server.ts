@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { SearchEngine } from '../../src/clients/search-engine.js';
+import { freePort } from './extra-es-node.js';
 
 const run = promisify(execFile);
 
@@ -45,19 +46,21 @@ async function processTree(root: number): Promise<number[]> {
 }
 
 /**
- * `scripts/stack.sh up` for one engine on `spec.port`, with its own state folder and a small
+ * `scripts/stack.sh up` for one engine on `spec.port` (or the next free port, when another run
+ * holds it: two runs never share an engine, since each stops its own), with its own state folder and a small
  * heap; the Kafka and Redis of the running stack are used as they are. `stop` takes down only
  * that engine (`down elasticsearch` in its state folder).
  */
 export async function startEngine(spec: EngineSpec): Promise<EngineServer> {
-  const stateDir = join(tmpdir(), `rxingest-engine-${spec.port}`);
+  const port = await freePort(spec.port);
+  const stateDir = join(tmpdir(), `rxingest-engine-${port}`);
   const env = {
     ...process.env,
     RXINGEST_STACK_MODE: 'native',
     RXINGEST_STACK_DIR: stateDir,
     RXINGEST_SEARCH_ENGINE: spec.engine.product,
     SEARCH_VERSION: spec.engine.version,
-    ES_PORT: String(spec.port),
+    ES_PORT: String(port),
     ES_HEAP: '512m',
     RXINGEST_SEARCH_SECURE: spec.secure ? '1' : '0',
     ES_EXTRA_SETTINGS: Object.entries(spec.settings ?? {})
@@ -79,7 +82,7 @@ export async function startEngine(spec: EngineSpec): Promise<EngineServer> {
   }
   const caFile = join(stateDir, 'opensearch-ca.pem');
   return {
-    url: `${spec.secure ? 'https' : 'http'}://127.0.0.1:${spec.port}`,
+    url: `${spec.secure ? 'https' : 'http'}://127.0.0.1:${port}`,
     ...(spec.secure && {
       caFile,
       password: readFileSync(join(stateDir, 'opensearch-admin-password'), 'utf8'),

@@ -35,7 +35,7 @@ describe('OpenSearch 2.19.4 refusing writes with 429 (compatibility run)', () =>
   beforeAll(async () => {
     server = await startEngine({
       engine,
-      port: 19262,
+      port: 19450,
       settings: {
         'indexing_pressure.memory.limit': '64kb',
         'thread_pool.write.size': 1,

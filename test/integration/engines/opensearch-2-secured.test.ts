@@ -23,7 +23,7 @@ describe('OpenSearch 2.19.4 with its security plugin (compatibility run)', () =>
   });
 
   beforeAll(async () => {
-    server = await startEngine({ engine, port: 19252, secure: true });
+    server = await startEngine({ engine, port: 19440, secure: true });
     console.info(`secured OpenSearch up on ${server.url} in ${server.startMs} ms`);
   });
   afterAll(async () => {
