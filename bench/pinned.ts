@@ -13,7 +13,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Client } from '@elastic/elasticsearch';
 import { planWorkload } from '../src/generator/workload.js';
 import { type AllocationRun, allocationTables, summarizeAllocationFile } from './lib/allocations.js';
 import { createIndices, deleteIndices } from './lib/ceiling.js';
@@ -27,10 +26,10 @@ import {
   coreBusySeconds,
   cpuSeconds,
   ensureStack,
+  esClient,
   kafkaClient,
   produceAll,
   RunResources,
-  stackEnv,
   stackPids,
 } from './lib/stack.js';
 import { type StageTime, stagesOfProfileFile } from './lib/stages.js';
@@ -199,7 +198,7 @@ async function measure(ctx: Ctx, mode: Row['mode'], w: Workload, n: number): Pro
 
 /** The best of a short search over batch size and concurrency, then every document at that setting. */
 async function rawCeiling(ctx: Ctx, w: Workload): Promise<CeilingRun> {
-  const es = new Client({ node: stackEnv.esNode, requestTimeout: 120_000 });
+  const es = esClient(120_000);
   try {
     const sample = w.docs.slice(0, ctx.quick ? 8_000 : 30_000);
     const trials: { batch: number; concurrency: number; rate: number }[] = [];

@@ -11,6 +11,9 @@
 # Settings (environment):
 #   KAFKA_PORT (9092)  KAFKA_CONTROLLER_PORT (9093)  ES_PORT (9200)  REDIS_PORT (6379)
 #   KAFKA_VERSION (3.9.1)  ES_VERSION (9.2.4)  ES_HEAP (768m)
+#   RXINGEST_SEARCH_ENGINE (elasticsearch | opensearch)  SEARCH_VERSION (ES_VERSION, or
+#     OPENSEARCH_VERSION 2.19.4): which search engine runs on ES_PORT, e.g.
+#     RXINGEST_SEARCH_ENGINE=opensearch SEARCH_VERSION=3.3.2 ES_PORT=9230 (scripts/stack/search-engine.sh)
 #   KAFKA_CLUSTER_SIZE (1)  3: a 3-node KRaft cluster instead of the single broker, every node
 #     broker + controller on 127.0.0.1, node N (1-3) at broker port KAFKA_PORT+2(N-1) and
 #     controller port KAFKA_CONTROLLER_PORT+2(N-1): with the defaults brokers 9092, 9094,
@@ -77,18 +80,6 @@ use_docker() {
   esac
 }
 
-java_home_for_es() {
-  # Elasticsearch 9 needs Java 21+; the machines' default is 17.
-  if [ -n "${ES_JAVA_HOME:-}" ]; then echo "$ES_JAVA_HOME"; return; fi
-  local j v
-  for j in /usr/lib/jvm/temurin-25-jdk-amd64 /usr/lib/jvm/*; do
-    [ -x "$j/bin/java" ] || continue
-    v=$("$j/bin/java" -XshowSettings:properties -version 2>&1 | awk -F'= ' '/java.specification.version/{print $2}')
-    if [ "${v%%.*}" -ge 21 ] 2>/dev/null; then echo "$j"; return; fi
-  done
-  return 1
-}
-
 # ---------------------------------------------------------------- Kafka
 kafka_libs="$CACHE/kafka-$KAFKA_VERSION/libs"
 # Kafka 4.x logs with log4j2 instead of log4j 1 (reload4j): its own pom (the log4j2
@@ -149,67 +140,10 @@ kafka_ready() {
 # shellcheck source=stack/kafka-cluster.sh
 . "$here/scripts/stack/kafka-cluster.sh"
 
-# ---------------------------------------------------------------- Elasticsearch
-es_home="$CACHE/elasticsearch-$ES_VERSION"
-es_fetch() {
-  [ -x "$es_home/bin/elasticsearch" ] && return 0
-  command -v mvn >/dev/null || die "Elasticsearch: Maven (mvn) is needed to fetch the distribution from Maven Central"
-  command -v unzip >/dev/null || die "Elasticsearch: unzip is needed (apt-get install unzip)"
-  say "fetching Elasticsearch $ES_VERSION (integ-test-zip) from Maven Central into $CACHE"
-  mkdir -p "$CACHE"
-  local tmp; tmp=$(mktemp -d)
-  if ! mvn -q dependency:copy \
-      -Dartifact="org.elasticsearch.distribution.integ-test-zip:elasticsearch:$ES_VERSION:zip" \
-      -DoutputDirectory="$tmp" > "$tmp/mvn.log" 2>&1; then
-    fail_with Elasticsearch "Maven could not fetch integ-test-zip:elasticsearch:$ES_VERSION" "$tmp/mvn.log"
-  fi
-  unzip -q "$tmp/elasticsearch-$ES_VERSION.zip" -d "$tmp/x"
-  rm -rf "$es_home"; mv "$tmp/x/elasticsearch-$ES_VERSION" "$es_home"
-  chmod -R a+rX "$es_home"; rm -rf "$tmp"
-}
-
-# Elasticsearch refuses to run as root: as root we run it as an unprivileged user,
-# whose data and config live where that user can write (not under /root).
-es_run_dir() {
-  if [ "$(id -u)" = 0 ]; then echo "/var/lib/rxingest/es-$ES_PORT"; else echo "$STATE/elasticsearch"; fi
-}
-es_up() {
-  if port_open "$ES_PORT"; then
-    say "Elasticsearch: something already listens on 127.0.0.1:$ES_PORT; using it"; return 0
-  fi
-  es_fetch
-  local jh; jh=$(java_home_for_es) || die "Elasticsearch $ES_VERSION needs Java 21+; none found under /usr/lib/jvm (set ES_JAVA_HOME)"
-  # The integ-test-zip lacks the rest-root module, so `GET /` answers 405; our
-  # small plugin restores the usual banner (version, tagline).
-  ES_JAVA_HOME="$jh" bash "$here/scripts/stack/install-es-root-plugin.sh" "$es_home" "$CACHE" \
-    || die "Elasticsearch: the root-endpoint plugin could not be built or installed (see above)"
-  local run; run=$(es_run_dir)
-  local log="$LOGS/elasticsearch.log"
-  mkdir -p "$run/data" "$run/logs" "$LOGS"
-  rm -rf "$run/config"; cp -r "$es_home/config" "$run/config"
-  sed -e "s|@ES_PORT@|$ES_PORT|g" -e "s|@DATA@|$run/data|g" -e "s|@LOGS@|$run/logs|g" \
-      "$here/scripts/stack/elasticsearch.yml.tmpl" > "$run/config/elasticsearch.yml"
-  local runner=()
-  if [ "$(id -u)" = 0 ]; then
-    id -u "$ES_USER" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$ES_USER" \
-      || die "Elasticsearch: could not create the unprivileged user '$ES_USER'"
-    chown -R "$ES_USER" "$run"
-    runner=(runuser -u "$ES_USER" --)
-  fi
-  say "starting Elasticsearch $ES_VERSION on 127.0.0.1:$ES_PORT (Java: $jh, heap $ES_HEAP)"
-  # The root shell opens the log file, so the log can live in the work tree.
-  nohup "${runner[@]}" env ES_JAVA_HOME="$jh" ES_PATH_CONF="$run/config" \
-    ES_JAVA_OPTS="-Xms$ES_HEAP -Xmx$ES_HEAP ${ES_EXTRA_JAVA_OPTS:-}" \
-    "$es_home/bin/elasticsearch" >>"$log" 2>&1 &
-  echo $! > "$STATE/elasticsearch.pid"
-  wait_for 180 "$STATE/elasticsearch.pid" es_ready || {
-    pid_alive "$STATE/elasticsearch.pid" || fail_with Elasticsearch "the JVM exited" "$log"
-    fail_with Elasticsearch "cluster not green/yellow on port $ES_PORT after 180 s" "$log"
-  }
-}
-es_ready() {
-  curl -fsS -m 2 "http://127.0.0.1:$ES_PORT/_cluster/health?wait_for_status=yellow&timeout=1s" >/dev/null 2>&1
-}
+# ---------------------------------------------------------------- the search engine
+# Elasticsearch (default) or OpenSearch: scripts/stack/search-engine.sh.
+# shellcheck source=stack/search-engine.sh
+. "$here/scripts/stack/search-engine.sh"
 
 # ---------------------------------------------------------------- Redis
 redis_ready() { [ "$(redis-cli -p "$REDIS_PORT" ping 2>/dev/null)" = PONG ]; }
@@ -242,7 +176,6 @@ stop_pidfile() {
   rm -f "$file"
 }
 
-es_leftovers() { pgrep -f "org.elasticsearch.bootstrap.Elasticsearch.*$(es_run_dir)/config" || true; pgrep -f "$(es_run_dir)/.*controller" || true; }
 
 cmd_up() {
   mkdir -p "$STATE" "$LOGS"
@@ -265,7 +198,7 @@ cmd_down() {
   if [ $# -gt 0 ]; then
     local s; for s in "$@"; do
       case "$s" in
-        elasticsearch) stop_pidfile Elasticsearch "$STATE/elasticsearch.pid" ;;
+        elasticsearch) stop_pidfile "$engine_label" "$STATE/elasticsearch.pid" ;;
         kafka) stop_pidfile Kafka "$STATE/kafka.pid"; cluster_down ;;
         redis) stop_pidfile Redis "$STATE/redis.pid" ;;
         *) die "unknown server '$s' (elasticsearch, kafka, redis)" ;;
@@ -276,7 +209,7 @@ cmd_down() {
   if [ "$MODE" != native ] && docker_ready && [ -n "$(docker compose -f "$here/docker-compose.yml" ps -q 2>/dev/null)" ]; then
     docker compose -f "$here/docker-compose.yml" down
   fi
-  stop_pidfile Elasticsearch "$STATE/elasticsearch.pid"
+  stop_pidfile "$engine_label" "$STATE/elasticsearch.pid"
   for p in $(es_leftovers); do kill -TERM "$p" 2>/dev/null || true; done
   stop_pidfile Kafka "$STATE/kafka.pid"
   cluster_down
@@ -290,10 +223,7 @@ cmd_status() {
   if redis_ready; then echo "redis          up    redis://127.0.0.1:$REDIS_PORT"; else echo "redis          down"; ok=1; fi
   if [ "$KAFKA_CLUSTER_SIZE" = 3 ] || cluster_any_up; then cluster_status || ok=1
   elif port_open "$KAFKA_PORT"; then echo "kafka          up    127.0.0.1:$KAFKA_PORT"; else echo "kafka          down"; ok=1; fi
-  if es_ready; then
-    local v; v=$(curl -fsS -m 2 "http://127.0.0.1:$ES_PORT/_nodes/_local?filter_path=nodes.*.version" | sed -n 's/.*"version" *: *"\([^"]*\)".*/\1/p')
-    echo "elasticsearch  up    http://127.0.0.1:$ES_PORT (version $v)"
-  else echo "elasticsearch  down"; ok=1; fi
+  es_status || ok=1
   if sec_any_up; then echo "secure stack   up    (npm run stack:status -- --secure)"; fi
   return $ok
 }
@@ -330,6 +260,6 @@ case "${1:-}" in
   down) shift; cmd_down "$@" ;;
   status) cmd_status ;;
   owned) cmd_owned ;;
-  -h|--help|help|"") sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' ;;
+  -h|--help|help|"") sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' ;;
   *) die "unknown command '$1' (use up, down, status)" ;;
 esac

@@ -1,13 +1,13 @@
+import type { Client } from '@elastic/elasticsearch';
 /**
  * The ceiling of the end-to-end benchmarks: the same documents the worker writes, loaded
  * straight into Elasticsearch with `_bulk` at the best batch size and concurrency found by a
  * short greedy search. Shared by e2e (benchmark 3) and scaleout, so that both compare the
  * worker against one loader.
  */
-import { Client } from '@elastic/elasticsearch';
-import { eventsMapping, profilesMapping } from '../../src/worker/elasticsearch-setup.js';
+import { indexDialect } from '../../src/worker/index-dialect.js';
 import type { Doc } from './documents.js';
-import { coreBusySeconds, cpuSeconds, esClient, type RunResources, stackEnv } from './stack.js';
+import { coreBusySeconds, cpuSeconds, esClient, type RunResources, stackEngine } from './stack.js';
 import { fmt } from './stats.js';
 import { cpuBetween, type WorkerMetricsSample } from './worker.js';
 
@@ -29,8 +29,9 @@ export async function createIndices(
 ): Promise<{ events: string; profiles: string }> {
   const events = ctx.res.name(`${prefix}-events`);
   const profiles = ctx.res.name(`${prefix}-profiles`);
-  await ctx.res.createIndex(events, eventsMapping);
-  await ctx.res.createIndex(profiles, profilesMapping);
+  const dialect = indexDialect(stackEngine());
+  await ctx.res.createIndex(events, dialect.eventsMapping);
+  await ctx.res.createIndex(profiles, dialect.profilesMapping);
   return { events, profiles };
 }
 
@@ -89,7 +90,7 @@ async function bulkLoad(
 }
 
 export async function runCeiling(ctx: CeilingContext, docs: readonly Doc[]): Promise<CeilingResult> {
-  const es = new Client({ node: stackEnv.esNode, requestTimeout: 120_000 });
+  const es = esClient(120_000);
   const trials: CeilingResult['trials'] = [];
   const sample = docs.slice(0, ctx.quick ? 6_000 : 25_000);
   let k = 0;

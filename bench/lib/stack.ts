@@ -11,10 +11,11 @@ import {
   esClient,
   kafkaClient,
   redisClient,
+  stackEngine,
   stackEnv,
 } from '../../test/support/stack.js';
 
-export { esClient, kafkaClient, redisClient, stackEnv };
+export { esClient, kafkaClient, redisClient, stackEngine, stackEnv };
 
 const run = promisify(execFile);
 

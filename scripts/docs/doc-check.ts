@@ -89,11 +89,15 @@ export function linkProblems(root: string, file: string, markdown: string): DocP
   return problems;
 }
 
-/** The code a document shows: inline code and code blocks. */
+/**
+ * The code a document shows: inline code and code blocks, except blocks marked `text`, which
+ * show what a program printed rather than something to run.
+ */
 function codeOf(markdown: string): string[] {
   const code: string[] = [];
   for (const token of walk(marked.lexer(markdown))) {
-    if (token.type === 'codespan' || token.type === 'code') code.push(token.text);
+    if (token.type === 'codespan') code.push(token.text);
+    if (token.type === 'code' && (token as { lang?: string }).lang !== 'text') code.push(token.text);
   }
   return code;
 }

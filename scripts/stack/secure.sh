@@ -207,13 +207,7 @@ EOF
       -p "$(sec_secret "$secret")" -r "$role" >>"$SEC_LOGS/es-users.log" 2>&1 \
       || fail_with "Elasticsearch (secure)" "elasticsearch-users could not add the user $name" "$SEC_LOGS/es-users.log"
   done
-  local runner=()
-  if [ "$(id -u)" = 0 ]; then
-    id -u "$ES_USER" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$ES_USER" \
-      || die "Elasticsearch: could not create the unprivileged user '$ES_USER'"
-    chown -R "$ES_USER" "$run"
-    runner=(runuser -u "$ES_USER" --)
-  fi
+  local runner=(); as_es_user "$run" Elasticsearch
   say "starting secured Elasticsearch $ES_VERSION on https://127.0.0.1:$SECURE_ES_PORT (heap $SECURE_ES_HEAP)"
   (sec_detached nohup "${runner[@]}" env ES_JAVA_HOME="$jh" ES_PATH_CONF="$run/config" \
     ES_JAVA_OPTS="-Xms$SECURE_ES_HEAP -Xmx$SECURE_ES_HEAP" \

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import { logLevel } from 'kafkajs';
 import { pino } from 'pino';
-import { createElasticsearch } from '../clients/elasticsearch.js';
+import { createElasticsearch, resolveSearchEngine } from '../clients/elasticsearch.js';
 import { createKafka } from '../clients/kafka.js';
 import { ConfigError, loadConfig } from '../config/config.js';
 import { redactUrl } from '../config/redact-url.js';
@@ -157,7 +157,11 @@ export function demoCommand(): Command {
       await worker.stop();
       const final = await worker.metrics.snapshot();
 
-      const es = createElasticsearch(config.elasticsearch, { requestTimeout: 30_000 });
+      const es = createElasticsearch(
+        config.elasticsearch,
+        { requestTimeout: 30_000 },
+        await resolveSearchEngine(config.elasticsearch),
+      );
       await es.indices.refresh({
         index: [config.elasticsearch.eventsIndex, config.elasticsearch.profilesIndex],
       });

@@ -1,6 +1,18 @@
 import { Client, type ClientOptions, errors } from '@elastic/elasticsearch';
 import { redactUrl } from '../config/redact-url.js';
 import type { ElasticsearchSecurity } from '../config/security.js';
+import {
+  type Detected,
+  detectSearchEngine,
+  dialectTransport,
+  ENGINE_SETTINGS,
+  type EngineSetting,
+  engineFromSetting,
+  engineLabel,
+  isSupported,
+  type SearchEngine,
+  SUPPORTED_ENGINES,
+} from './search-engine.js';
 import { StartupCheckError } from './startup-check-error.js';
 import { tlsProblem } from './tls-problem.js';
 
@@ -24,12 +36,61 @@ export function elasticsearchClientOptions(
   };
 }
 
-/** The Elasticsearch client every part of rxingest uses (worker, demo, tools). */
+/**
+ * The Elasticsearch client every part of rxingest uses (worker, demo, tools), speaking the
+ * dialect of `engine` (resolveSearchEngine); without one, Elasticsearch 9's.
+ */
 export function createElasticsearch(
   conn: ElasticsearchConnection,
-  options: Omit<ClientOptions, 'node' | 'nodes' | 'auth' | 'tls'> = {},
+  options: Omit<ClientOptions, 'node' | 'nodes' | 'auth' | 'tls' | 'Transport'> = {},
+  engine?: SearchEngine,
 ): Client {
-  return new Client(elasticsearchClientOptions(conn, options));
+  const transport = engine === undefined ? undefined : dialectTransport(engine);
+  return new Client({
+    ...elasticsearchClientOptions(conn, options),
+    ...(transport !== undefined && { Transport: transport }),
+  });
+}
+
+/**
+ * The engine behind ES_NODE: the one ES_ENGINE names, or else the one the server says it
+ * is. Throws a StartupCheckError (one line naming the server) for an engine rxingest does
+ * not support, credentials or a certificate it refuses, or a server it cannot ask.
+ */
+export async function resolveSearchEngine(
+  conn: ElasticsearchConnection & { readonly engine: EngineSetting },
+): Promise<SearchEngine> {
+  const named = engineFromSetting(conn.engine);
+  if (named !== undefined) return named;
+  let found: Detected;
+  try {
+    found = await detectSearchEngine(
+      elasticsearchClientOptions(conn, { requestTimeout: 10_000, maxRetries: 2 }),
+    );
+  } catch (err) {
+    // The client's error stays as the cause: the tools word it their own way.
+    const stop = (line: string) =>
+      Object.assign(new StartupCheckError('Elasticsearch', line), { cause: err });
+    const cause = elasticsearchMisconfiguration(conn, err);
+    if (cause !== undefined) throw stop(cause);
+    if (err instanceof errors.ConnectionError || err instanceof errors.TimeoutError) {
+      throw stop(`${where(conn)} is unreachable: ${err.message}`);
+    }
+    if (err instanceof errors.ResponseError) {
+      throw stop(
+        `${where(conn)}: could not tell which search engine it is (HTTP ${err.statusCode} to GET /_nodes/_local; the credentials need the cluster privilege "monitor"), set ES_ENGINE to one of ${ENGINE_SETTINGS.slice(1).join(', ')}`,
+      );
+    }
+    throw err;
+  }
+  if (found.kind === 'unknown' || !isSupported(found.engine)) {
+    const what = found.kind === 'unknown' ? found.what : engineLabel(found.engine);
+    throw new StartupCheckError(
+      'Elasticsearch',
+      `${where(conn)} is ${what}, which rxingest does not support (supported: ${SUPPORTED_ENGINES})`,
+    );
+  }
+  return found.engine;
 }
 
 /** What the start-up check needs: the connection and the indices the worker writes. */

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { TombstonePolicy } from '../model/message.js';
 import type { TriggerRule } from '../model/trigger-rule.js';
 import { ConfigError } from './config-error.js';
+import type { EngineSetting } from './engine-setting.js';
 import type { GraphSettings } from './graph-settings.js';
 import type { Setting, SettingsGroup } from './settings-group.js';
 import { workerGroups, workerSettings } from './worker-settings.js';
@@ -48,6 +49,8 @@ export interface Config {
   };
   readonly elasticsearch: ElasticsearchSecurity & {
     readonly node: string;
+    /** Which search engine ES_NODE is: `auto` asks it at start; the others skip the question. */
+    readonly engine: EngineSetting;
     readonly profilesIndex: string;
     readonly eventsIndex: string;
     /** An ILM policy for the indices of a date-pattern EVENTS_INDEX (attached through the template). */
@@ -218,6 +221,7 @@ export function loadConfig(
     elasticsearch: {
       ...esSecurity,
       node: r.ES_NODE,
+      engine: r.ES_ENGINE,
       profilesIndex: r.PROFILES_INDEX,
       eventsIndex: r.EVENTS_INDEX,
       eventsIlmPolicy: r.EVENTS_ILM_POLICY === '' ? undefined : r.EVENTS_ILM_POLICY,

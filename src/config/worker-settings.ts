@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ENGINE_SETTINGS } from './engine-setting.js';
 import { bool, int, topicName } from './setting-types.js';
 import type { Setting, SettingsGroup } from './settings-group.js';
 
@@ -118,7 +119,18 @@ const kafka = {
 } as const satisfies Record<string, Setting>;
 
 const elasticsearch = {
-  ES_NODE: [url(['http:', 'https:']).describe('The Elasticsearch node.'), 'http://localhost:9200'],
+  ES_NODE: [
+    url(['http:', 'https:']).describe('The search cluster: Elasticsearch 8 or 9, or OpenSearch 2 or 3.'),
+    'http://localhost:9200',
+  ],
+  ES_ENGINE: [
+    z
+      .enum(ENGINE_SETTINGS, `one of ${ENGINE_SETTINGS.join(', ')}`)
+      .describe(
+        'Which search engine ES_NODE is. auto asks the server at start (its product and major version decide the dialect of every request and index); a value names it instead, for a server that will not say (credentials without the cluster monitor privilege). See docs/search-engines.md.',
+      ),
+    'auto',
+  ],
   ES_REQUEST_TIMEOUT_MS: [int(100, 600_000).describe('Timeout of each Elasticsearch request.'), '30000'],
   ES_MAX_CONNECTIONS: [int(1, 10_000).describe("Connections the client's pool may open per node."), '256'],
   PROFILE_CACHE_SIZE: [

@@ -1,7 +1,8 @@
 import { type Client, errors as esErrors } from '@elastic/elasticsearch';
 import { type Kafka, logLevel } from 'kafkajs';
-import { createElasticsearch } from '../clients/elasticsearch.js';
+import { createElasticsearch, resolveSearchEngine } from '../clients/elasticsearch.js';
 import { createKafka, kafkaMisconfiguration } from '../clients/kafka.js';
+import { StartupCheckError } from '../clients/startup-check-error.js';
 import type { Config } from '../config/config.js';
 import { redactUrl } from '../config/redact-url.js';
 import { assertKafkajsReadCommitted } from '../kafkajs-patch/read-committed.js';
@@ -31,11 +32,18 @@ export function kafkaFor(config: Config, tool: string): Kafka {
   });
 }
 
-export function elasticsearchFor(config: Config): Client {
-  return createElasticsearch(config.elasticsearch, {
-    requestTimeout: config.elasticsearch.requestTimeoutMs,
-    maxRetries: 3,
+/** The client in the dialect of the engine ES_NODE is (asked first, unless ES_ENGINE names it). */
+export async function elasticsearchFor(config: Config): Promise<Client> {
+  const engine = await resolveSearchEngine(config.elasticsearch).catch((err: unknown) => {
+    if (!(err instanceof StartupCheckError)) throw err;
+    const worded = err.cause === undefined ? undefined : asCannotRun(err.cause, config);
+    throw worded instanceof CannotRun ? worded : new CannotRun(err.message);
   });
+  return createElasticsearch(
+    config.elasticsearch,
+    { requestTimeout: config.elasticsearch.requestTimeoutMs, maxRetries: 3 },
+    engine,
+  );
 }
 
 const oneLine = (s: string) => s.replace(/[\r\n]+/g, ' ').slice(0, 300);

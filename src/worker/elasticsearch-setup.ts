@@ -1,38 +1,15 @@
 import { type Client, errors } from '@elastic/elasticsearch';
 import type { Logger } from 'pino';
+import type { SearchEngine } from '../clients/search-engine.js';
 import type { Config } from '../config/config.js';
 import { redactUrl } from '../config/redact-url.js';
 import { eventsIndexWildcard, isDatePattern } from '../model/event-index.js';
+import { eventsMappingFor, indexDialect, profilesMappingFor } from './index-dialect.js';
+import { lifecycleSettings } from './lifecycle-policy.js';
 
-/**
- * `data` is mapped `dynamic: runtime`: every field is searchable, and a field that is a
- * number for one client and a string for another never fails indexing (an indexed dynamic
- * mapping would reject the second as a 400). `fieldVersions` is the merge's bookkeeping:
- * stored, never indexed.
- */
-export const profilesMapping = {
-  properties: {
-    clientId: { type: 'keyword' },
-    version: { type: 'long' },
-    data: { type: 'object', dynamic: 'runtime' },
-    fieldVersions: { type: 'object', enabled: false },
-  },
-} as const;
-
-export const eventsMapping = {
-  properties: {
-    clientId: { type: 'keyword' },
-    name: { type: 'keyword' },
-    ts: { type: 'date', format: 'strict_date_optional_time||epoch_millis' },
-    data: { type: 'object', dynamic: 'runtime' },
-    origin: {
-      properties: { topic: { type: 'keyword' }, partition: { type: 'integer' }, offset: { type: 'long' } },
-    },
-  },
-} as const;
-
-/** Past the field limit, new field names stay in _source unmapped instead of failing every later document. */
-const settings = { 'index.mapping.total_fields.ignore_dynamic_beyond_limit': true };
+/** Elasticsearch's mappings (the ones of the engines' dialects are in ./index-dialect.ts). */
+export const profilesMapping = profilesMappingFor();
+export const eventsMapping = eventsMappingFor();
 
 /** A start-up problem with one line for the user. */
 export class SetupError extends Error {
@@ -42,19 +19,27 @@ export class SetupError extends Error {
 /**
  * Makes the indices ready: creates the profiles index and the events index (or, for a
  * date pattern, installs the index template every day's index is created from) when
- * missing, and checks that an existing profiles index can hold what the merge writes.
+ * missing, and checks that an existing profiles index can hold what the merge writes. The
+ * mappings, settings and lifecycle policy are `engine`'s dialect (Elasticsearch 9's without one).
  */
-export async function ensureIndices(es: Client, cfg: Config['elasticsearch'], log: Logger): Promise<void> {
+export async function ensureIndices(
+  es: Client,
+  cfg: Config['elasticsearch'],
+  log: Logger,
+  engine?: SearchEngine,
+): Promise<void> {
+  const dialect = indexDialect(engine);
   try {
-    await ensureIndex(es, cfg.profilesIndex, profilesMapping, log);
+    await ensureIndex(es, cfg.profilesIndex, dialect.profilesMapping, dialect.settings, log);
     await checkProfilesMapping(es, cfg.profilesIndex);
-    if (isDatePattern(cfg.eventsIndex)) await ensureTemplate(es, cfg.eventsIndex, log, cfg.eventsIlmPolicy);
+    if (isDatePattern(cfg.eventsIndex))
+      await ensureTemplate(es, cfg.eventsIndex, log, cfg.eventsIlmPolicy, engine);
     else if (cfg.eventsIlmPolicy !== undefined) {
       log.warn(
         { policy: cfg.eventsIlmPolicy },
         'EVENTS_ILM_POLICY applies to a date-pattern EVENTS_INDEX only; ignored',
       );
-    } else await ensureIndex(es, cfg.eventsIndex, eventsMapping, log);
+    } else await ensureIndex(es, cfg.eventsIndex, dialect.eventsMapping, dialect.settings, log);
   } catch (err) {
     if (err instanceof SetupError) throw err;
     if (err instanceof errors.ConnectionError || err instanceof errors.TimeoutError) {
@@ -64,10 +49,20 @@ export async function ensureIndices(es: Client, cfg: Config['elasticsearch'], lo
   }
 }
 
-async function ensureIndex(es: Client, index: string, mappings: object, log: Logger): Promise<void> {
+async function ensureIndex(
+  es: Client,
+  index: string,
+  mappings: object,
+  settings: object,
+  log: Logger,
+): Promise<void> {
   if (await es.indices.exists({ index })) return;
   try {
-    await es.indices.create({ index, settings, mappings: structuredClone(mappings) as never });
+    await es.indices.create({
+      index,
+      settings: structuredClone(settings) as never,
+      mappings: structuredClone(mappings) as never,
+    });
     log.info({ index }, 'created index');
   } catch (err) {
     if (err instanceof errors.ResponseError && err.body?.error?.type === 'resource_already_exists_exception')
@@ -82,14 +77,19 @@ export async function ensureTemplate(
   pattern: string,
   log: Logger,
   ilmPolicy?: string,
+  engine?: SearchEngine,
 ): Promise<void> {
-  const name = `rxingest-${eventsIndexWildcard(pattern).replace(/\*/g, 'x')}`;
-  const lifecycle = ilmPolicy !== undefined && (await hasIlm(es, log)) ? ilmPolicy : undefined;
+  const wildcard = eventsIndexWildcard(pattern);
+  const name = `rxingest-${wildcard.replace(/\*/g, 'x')}`;
+  const dialect = indexDialect(engine);
+  const policySettings =
+    ilmPolicy === undefined ? {} : await lifecycleSettings(es, engine, ilmPolicy, wildcard, log);
+  const lifecycle = policySettings['index.lifecycle.name'];
   const body = {
-    index_patterns: [eventsIndexWildcard(pattern)],
+    index_patterns: [wildcard],
     template: {
-      settings: lifecycle === undefined ? settings : { ...settings, 'index.lifecycle.name': lifecycle },
-      mappings: structuredClone(eventsMapping) as never,
+      settings: { ...dialect.settings, ...policySettings },
+      mappings: structuredClone(dialect.eventsMapping) as never,
     },
     _meta: { managed_by: 'rxingest' },
   };
@@ -98,7 +98,7 @@ export async function ensureTemplate(
   const currentPolicy = (
     current?.template?.settings as { index?: { lifecycle?: { name?: string } } } | undefined
   )?.index?.lifecycle?.name;
-  if (current && sameJson(current.template?.mappings, eventsMapping) && currentPolicy === lifecycle) {
+  if (current && sameJson(current.template?.mappings, dialect.eventsMapping) && currentPolicy === lifecycle) {
     return;
   }
   await es.indices.putIndexTemplate({ name, ...body } as never);
@@ -123,20 +123,6 @@ function sameJson(a: unknown, b: unknown): boolean {
   return JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
 }
 
-/** Whether the cluster has index lifecycle management (the integ-test distribution has not). */
-async function hasIlm(es: Client, log: Logger): Promise<boolean> {
-  try {
-    await es.ilm.getStatus();
-    return true;
-  } catch (err) {
-    log.warn(
-      { err: String(err) },
-      'EVENTS_ILM_POLICY is set but this cluster has no index lifecycle management: the template goes without it',
-    );
-    return false;
-  }
-}
-
 /** A profiles index made by someone else must not make the merge fail or corrupt documents. */
 async function checkProfilesMapping(es: Client, index: string): Promise<void> {
   const res = await es.indices.getMapping({ index });
@@ -152,7 +138,11 @@ async function checkProfilesMapping(es: Client, index: string): Promise<void> {
   if (fv !== undefined && fv.enabled !== false)
     problems.push('"fieldVersions" must be an object with "enabled": false');
   const data = props.data;
-  if (data !== undefined && data.type !== undefined && data.type !== 'object' && data.type !== 'flattened') {
+  if (
+    data !== undefined &&
+    data.type !== undefined &&
+    !['object', 'flattened', 'flat_object'].includes(data.type)
+  ) {
     problems.push(`"data" is mapped as ${data.type}, not an object`);
   }
   if (data?.dynamic === 'strict' || data?.dynamic === false || data?.dynamic === 'false') {

@@ -1,8 +1,9 @@
 import { logLevel } from 'kafkajs';
 import type { Logger } from 'pino';
-import { checkElasticsearch, createElasticsearch } from '../clients/elasticsearch.js';
+import { checkElasticsearch, createElasticsearch, resolveSearchEngine } from '../clients/elasticsearch.js';
 import { checkKafka, createKafka, heartbeatIntervalFor } from '../clients/kafka.js';
 import { createRedis, probeRedis } from '../clients/redis.js';
+import { engineLabel } from '../clients/search-engine.js';
 import type { Config } from '../config/config.js';
 import { v8HeapReader } from '../control/heap-guard.js';
 import { WorkerPushback } from '../control/worker-pushback.js';
@@ -80,13 +81,34 @@ export async function startWorker({
       : undefined;
   if (http) log.info({ url: http.url }, `HTTP on ${http.url}: /metrics, /healthz, /readyz`);
   const retry = createRetryPolicy({ baseMs: config.graph.retryBaseMs, maxMs: config.graph.retryMaxMs });
-  const es = createElasticsearch(config.elasticsearch, {
-    requestTimeout: config.elasticsearch.requestTimeoutMs,
-    maxRetries: 0, // the document store retries per item, with the retry policy
-    agent: { connections: config.elasticsearch.maxConnections },
+  // Which engine and version ES_NODE is decides the dialect of every request and index.
+  const engine = await resolveSearchEngine(config.elasticsearch).catch(async (err: unknown) => {
+    await http?.close();
+    throw err;
   });
+  log.info(
+    {
+      engine: engine.product,
+      version: engine.version,
+      how: config.elasticsearch.engine === 'auto' ? 'detected' : 'ES_ENGINE',
+    },
+    `search engine: ${engineLabel(engine)}`,
+  );
+  const es = createElasticsearch(
+    config.elasticsearch,
+    {
+      requestTimeout: config.elasticsearch.requestTimeoutMs,
+      maxRetries: 0, // the document store retries per item, with the retry policy
+      agent: { connections: config.elasticsearch.maxConnections },
+    },
+    engine,
+  );
   // The breaker's liveness check, on a connection of its own (see elasticsearchAnswers).
-  const esLiveness = createElasticsearch(config.elasticsearch, { maxRetries: 0, agent: { connections: 1 } });
+  const esLiveness = createElasticsearch(
+    config.elasticsearch,
+    { maxRetries: 0, agent: { connections: 1 } },
+    engine,
+  );
   const poolMonitor = new EsPoolMonitor({
     readStats: () => esPoolStats(es),
     maxConnections: config.elasticsearch.maxConnections,
@@ -170,7 +192,7 @@ export async function startWorker({
     if (!probe.up) log.warn({ reason: probe.reason }, 'Redis unavailable at start; ingesting without it');
     redisHealth.start();
     await checkElasticsearch(es, config.elasticsearch);
-    await ensureIndices(es, config.elasticsearch, log);
+    await ensureIndices(es, config.elasticsearch, log, engine);
     await checkKafka(config.kafka);
     await admin.connect();
     await ensureTopics(admin, config.kafka, log);

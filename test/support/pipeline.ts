@@ -1,10 +1,13 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@elastic/elasticsearch';
+import type { Client } from '@elastic/elasticsearch';
 import { Redis } from 'ioredis';
 import { type Admin, type Kafka, Kafka as KafkaClient, logLevel } from 'kafkajs';
 import { expect } from 'vitest';
+import { createElasticsearch } from '../../src/clients/elasticsearch.js';
+import type { SearchEngine } from '../../src/clients/search-engine.js';
+import type { ElasticsearchSecurity } from '../../src/config/security.js';
 import { runProducer } from '../../src/generator/produce.js';
 import type { WorkloadRecord } from '../../src/generator/workload.js';
 import {
@@ -41,6 +44,10 @@ export interface Servers {
   readonly kafkaBrokers: string;
   readonly esNode: string;
   readonly redisUrl: string;
+  /** The engine at esNode, when it is not the stack's Elasticsearch 9 (the compatibility run). */
+  readonly engine?: SearchEngine;
+  /** Credentials and CA for a secured esNode (the test's own client; the worker's come in `env`). */
+  readonly esSecurity?: ElasticsearchSecurity;
 }
 
 export interface PipelineOptions {
@@ -115,7 +122,11 @@ export class Pipeline {
       logLevel: logLevel.NOTHING,
     });
     this.admin = this.kafka.admin();
-    this.es = new Client({ node: this.servers.esNode, requestTimeout: 60_000 });
+    this.es = createElasticsearch(
+      { node: this.servers.esNode, ...this.servers.esSecurity },
+      { requestTimeout: 60_000 },
+      this.servers.engine,
+    );
     const rulesFile = join(tmpdir(), `${name}-rules.json`);
     writeFileSync(rulesFile, JSON.stringify(this.rules));
     const env: Record<string, string> = {

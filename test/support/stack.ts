@@ -1,9 +1,11 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
-import { Client } from '@elastic/elasticsearch';
+import type { Client } from '@elastic/elasticsearch';
 import { Redis } from 'ioredis';
 import { type Admin, type ITopicConfig, Kafka, logLevel } from 'kafkajs';
+import { createElasticsearch } from '../../src/clients/elasticsearch.js';
+import { type EngineSetting, engineFromSetting } from '../../src/clients/search-engine.js';
 
 const run = promisify(execFile);
 
@@ -17,7 +19,16 @@ export const stackEnv = {
 export const kafkaClient = (clientId = 'rxingest-test') =>
   new Kafka({ clientId, brokers: stackEnv.kafkaBrokers.split(','), logLevel: logLevel.NOTHING });
 
-export const esClient = () => new Client({ node: stackEnv.esNode, requestTimeout: 30_000 });
+/**
+ * A client for ES_NODE in the dialect ES_ENGINE names (e.g. `ES_NODE=http://127.0.0.1:9220
+ * ES_ENGINE=opensearch-2` points the benchmarks at an OpenSearch); Elasticsearch 9's by default.
+ */
+export const esClient = (requestTimeout = 30_000): Client =>
+  createElasticsearch({ node: stackEnv.esNode }, { requestTimeout }, stackEngine());
+
+/** The engine ES_ENGINE names; undefined (Elasticsearch 9) when it is unset or `auto`. */
+export const stackEngine = () =>
+  engineFromSetting((process.env.ES_ENGINE as EngineSetting | undefined) ?? 'auto');
 
 export const redisClient = () =>
   new Redis(stackEnv.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 });

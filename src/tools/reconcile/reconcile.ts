@@ -31,7 +31,7 @@ export async function reconcile(
 ): Promise<ReconcileReport> {
   const started = Date.now();
   const kafka = kafkaFor(config, 'reconcile');
-  const es = elasticsearchFor(config);
+  const es = await elasticsearchFor(config);
   const admin = kafka.admin();
   try {
     await admin.connect().catch((err) => {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'vitest';
-import { eventsMapping } from '../../../src/worker/elasticsearch-setup.js';
-import { Pipeline } from '../../support/pipeline.js';
+import { indexDialect } from '../../../src/worker/index-dialect.js';
+import { Pipeline, type Servers } from '../../support/pipeline.js';
 import { readCommitted, waitFor } from '../../support/stack.js';
 import { finish, type ScenarioReport, type Size, stopGracefully, traffic, whenCommitted } from './common.js';
 
@@ -54,9 +54,14 @@ export async function rebuildByOffsetReset(size: Size, seed = 77): Promise<Scena
  * The events index deleted while the worker runs, with auto-create off: what arrives then is
  * neither dead-lettered nor committed past; once the index is created again, it all lands.
  * (Documents of the deleted index are the operator's loss; a rebuild brings them back.)
+ * `servers`: another search engine than the stack's (the compatibility run).
  */
-export async function eventsIndexDeleted(size: Size, seed = 78): Promise<ScenarioReport> {
-  const p = await Pipeline.create('faults-noauto', { noAutoCreate: true, env: { STALL_TIMEOUT_MS: '2000' } });
+export async function eventsIndexDeleted(size: Size, seed = 78, servers?: Servers): Promise<ScenarioReport> {
+  const p = await Pipeline.create('faults-noauto', {
+    noAutoCreate: true,
+    env: { STALL_TIMEOUT_MS: '2000' },
+    ...(servers !== undefined && { servers }),
+  });
   await p.es.cluster.putSettings({ persistent: { 'action.auto_create_index': '-*-noauto-*,+*' } });
   try {
     const w = p.spawn('w');
@@ -92,7 +97,12 @@ export async function eventsIndexDeleted(size: Size, seed = 78): Promise<Scenari
         timeoutMs: 30_000,
       },
     );
-    await p.es.indices.create({ index: p.names.events, mappings: structuredClone(eventsMapping) as never });
+    const { eventsMapping, settings } = indexDialect(servers?.engine);
+    await p.es.indices.create({
+      index: p.names.events,
+      settings: structuredClone(settings) as never,
+      mappings: structuredClone(eventsMapping) as never,
+    });
     const report = await finish(p, 'events index deleted with auto-create off', [w], size, {
       events: eventsAfter,
       outages: 'events index deleted, created again',

@@ -106,6 +106,11 @@ describe('loadConfig: a bad value is one line naming the variable, the value and
     ['PROGRESS_TOPIC', 'progress ledger', 'a Kafka topic name'],
     ['ES_NODE', 'localhost:9200', 'a URL starting with http:// or https://'],
     ['ES_REQUEST_TIMEOUT_MS', '50', 'a whole number from 100 to 600000'],
+    [
+      'ES_ENGINE',
+      'elasticsearch-7',
+      'one of auto, elasticsearch-8, elasticsearch-9, opensearch-2, opensearch-3',
+    ],
     ['PROFILES_INDEX', 'Profiles', 'an Elasticsearch index name'],
     ['EVENTS_INDEX', '_events', 'an Elasticsearch index name'],
     ['EVENTS_INDEX', 'events-{dd.MM.yyyy}', 'optionally with one date pattern such as {yyyy.MM.dd}'],
