@@ -49,24 +49,21 @@ export interface ElasticsearchStoreOptions {
 }
 
 /**
- * Items one merged bulk request (or profiles' mget) carries at most (the loader's best
- * request size on a small node was 4,000; the bulk-size cap still splits what a cluster
- * refuses as too large).
+ * Items one merged bulk request (or profiles' mget) carries at most: large enough that a
+ * node spends its time indexing rather than parsing requests, small enough that one refusal
+ * or retry costs little; the bulk-size cap still splits what a cluster refuses as too large.
  */
 const COALESCE_MAX_ITEMS = 4_000;
 /**
  * Merged bulk requests out at once: with one, the node idles while the callers of the
- * request just answered finish their batch (owner marks, commit) and bring the next; two
- * kept it busy (draining 200,000 events: 1 lane 19.9-20.8k, 2 lanes 23.3-26.3k, 3 lanes
- * 19.9k docs/s, same run; one merged request per partition batch was 16.9k).
+ * request just answered finish their batch (owner marks, commit) and bring the next; a
+ * third adds contention without keeping the node any busier (docs/benchmarks.md).
  */
 const COALESCE_LANES = 2;
 /**
  * Profile reads (mget) out at once before the next batches' reads wait to share one. A read
- * stands before its batch's writes, so it should seldom wait: with 2, half-load p99 was
- * worse than unmerged in 6 pairs of 9; with 4, in 2 of 7, while a drain's eight partitions
- * still share (mgets a drain of 200,000 with 30% profiles: about 690 unmerged, 400 with 4,
- * 250 with 2; README, "The profiles' reads merged too").
+ * stands before its batch's writes, so it should seldom wait: fewer lanes merge more reads
+ * but hold a batch's writes behind another batch's read (docs/benchmarks.md).
  */
 const READ_LANES = 4;
 
