@@ -19,7 +19,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { type GraphSettings, loadConfig } from '../src/config/config.js';
 import { describeWorkload, planWorkload, workloadRecords } from '../src/generator/workload.js';
-import { SINK_STAGES, type SinkStage } from '../src/metrics/worker-metrics.js';
+import { SINK_STAGES, type SinkStage } from '../src/metrics/metric-labels.js';
 import { UNCOMMITTED_PER_HIGH_WATER } from '../src/model/intake-marks.js';
 import type { IngestMessage } from '../src/model/message.js';
 import { type CeilingResult, createIndices, deleteIndices, runCeiling, sampleCpu } from './lib/ceiling.js';

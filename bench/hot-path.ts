@@ -18,7 +18,7 @@
 import { createRequire } from 'node:module';
 import { Histogram, Registry } from 'prom-client';
 import { BatchedHistogram } from '../src/metrics/batched-histogram.js';
-import { E2E_BUCKETS } from '../src/metrics/worker-metrics.js';
+import { E2E_BUCKETS } from '../src/metrics/metric-labels.js';
 import { createWindowedIdSet } from '../src/model/windowed-id-set.js';
 import { createWindowedSeenSet } from '../src/operators/swept-seen-set.js';
 import { bulkBody, createActionLine } from '../src/sinks/elasticsearch-bulk.js';

@@ -14,7 +14,7 @@ import { runProducer } from '../generator/produce.js';
 import { describeWorkload, workloadRecords } from '../generator/workload.js';
 import { createLogger } from '../log/logger.js';
 import { secretValues } from '../log/secrets.js';
-import type { MetricsSnapshot } from '../metrics/worker-metrics.js';
+import type { MetricsSnapshot } from '../metrics/metric-labels.js';
 import { createIngestProducer } from '../producer/index.js';
 import { startWorker } from '../worker/worker.js';
 

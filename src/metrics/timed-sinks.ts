@@ -1,6 +1,6 @@
 import { defer, finalize, from, type ObservableInput } from 'rxjs';
 import type { CommitSink, DocumentStore, KnownCopies } from '../sinks/ports.js';
-import type { StageObserver } from './worker-metrics.js';
+import type { StageObserver } from './metric-labels.js';
 
 /**
  * The same sinks, reporting how long each call took (failed ones too): what a record's time in

@@ -1,66 +1,26 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { ErrorClass } from '../model/message.js';
 import type { OutRecord } from '../model/out-record.js';
 import type { OutcomeKind } from '../model/outcome.js';
 import type { ElasticsearchStoreObserver } from '../sinks/elasticsearch-observer.js';
 import type { RedisObserver } from '../sinks/redis-known-copies.js';
 import { BatchedHistogram } from './batched-histogram.js';
 import { eventLoopBusyCounter } from './event-loop-busy.js';
-
-/** The contract's breaker states, as the numbers `rxingest_breaker_state` carries. */
-export const BREAKER_STATES = { closed: 0, 'half-open': 1, open: 2 } as const;
-export type BreakerState = keyof typeof BREAKER_STATES;
-
-/** What a retry was against; `reason` stays a short, bounded word (never an id or a message). */
-export type RetryTarget = 'elasticsearch' | 'redis' | 'kafka';
-
-const OUTCOMES: readonly OutcomeKind[] = [
-  'indexed',
-  'duplicate',
-  'stale',
-  'dead-letter',
-  'ignored',
-  'deleted',
-];
-const DEAD_LETTER_CLASSES: readonly ErrorClass[] = [
-  'invalid-json',
-  'schema',
-  'too-large',
-  'rejected',
-  'tombstone',
-];
-/** Seconds; from a fast local round trip to a request that sat out a long timeout. */
-const REQUEST_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
-/**
- * Seconds from the message's own `ts` to indexed: milliseconds when caught up, minutes behind a
- * backlog; finer around 250 ms, so that a p99 near the target can be read from the buckets.
- */
-export const E2E_BUCKETS = [
-  0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 10, 20, 30, 60, 120, 300,
-  900,
-];
-
-/** Label sets of the batched latency histograms, by their place in the list each was made with. */
-const UNLABELLED = 0;
-const KAFKA_PART = 0;
-const WORKER_PART = 1;
-
-/** The calls a partition graph makes on its sinks, as `rxingest_stage_duration_seconds` names them. */
-export const SINK_STAGES = [
-  'redis-lookup',
-  'write-events',
-  'write-profiles',
-  'delete-profiles',
-  'redis-marks',
-] as const;
-export type SinkStage = (typeof SINK_STAGES)[number];
-export type StageObserver = (stage: SinkStage, seconds: number) => void;
-
-/** A partition as its series' labels name it. */
-export interface PartitionLabels {
-  readonly topic: string;
-  readonly partition: string;
-}
+import {
+  BREAKER_STATES,
+  type BreakerState,
+  DEAD_LETTER_CLASSES,
+  E2E_BUCKETS,
+  KAFKA_PART,
+  type MetricsSnapshot,
+  OUTCOMES,
+  type PartitionLabels,
+  REQUEST_BUCKETS,
+  type RetryTarget,
+  SINK_STAGES,
+  type StageObserver,
+  UNLABELLED,
+  WORKER_PART,
+} from './metric-labels.js';
 
 export interface WorkerMetricsOptions {
   /** Input topics: `rxingest_topic_shed` starts at 0 for each. */
@@ -417,18 +377,4 @@ export class WorkerMetrics {
       lag: await sum(this.lag),
     };
   }
-}
-
-export interface MetricsSnapshot {
-  recordsIn: number;
-  indexed: number;
-  duplicates: number;
-  stale: number;
-  deadLetters: number;
-  ignored: number;
-  deleted: number;
-  triggers: number;
-  commits: number;
-  inFlight: number;
-  lag: number;
 }

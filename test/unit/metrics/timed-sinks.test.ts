@@ -1,7 +1,7 @@
 import { firstValueFrom, from, Observable } from 'rxjs';
 import { describe, expect, it } from 'vitest';
+import type { SinkStage } from '../../../src/metrics/metric-labels.js';
 import { timedCommitSink, timedDocumentStore, timedKnownCopies } from '../../../src/metrics/timed-sinks.js';
-import type { SinkStage } from '../../../src/metrics/worker-metrics.js';
 import type { DocumentStore, KnownCopies } from '../../../src/sinks/ports.js';
 
 const resolveAfter = <T>(ms: number, value: T) =>
