@@ -1,9 +1,11 @@
 /** The shipped worker as a child process, its /metrics and its memory, sampled over time. */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { freePort } from '../../scripts/lib/free-port.js';
 import { coreBusySeconds, cpuSeconds, memoryMb, stackEnv } from './stack.js';
+
+export { freePort };
 
 export interface WorkerMetricsSample {
   /** ms since the worker was spawned. */
@@ -37,17 +39,6 @@ export interface MemoryBreakdown {
 
 const PROBE = new URL('./memory-probe.mjs', import.meta.url).href;
 const ALLOCATION_PROBE = new URL('./allocation-probe.mjs', import.meta.url).href;
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() => resolve(typeof addr === 'object' && addr ? addr.port : 0));
-    });
-  });
-}
 
 /** Sums prom-client text lines by metric name (and, for records done, by outcome). */
 export function parseMetrics(text: string): {

@@ -1,9 +1,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+
+import { freePort } from '../lib/free-port.js';
+
+export { freePort };
 
 export interface PrometheusOptions {
   /** host:port of each worker's HTTP server, scraped at /metrics as job `rxingest`. */
@@ -179,14 +182,4 @@ function seriesOf(data: QueryData): PromSeries[] {
     case 'matrix':
       return data.result.map((r) => ({ metric: r.metric, values: r.values.map(num) }));
   }
-}
-
-/** A loopback port nobody listens on right now. */
-export async function freePort(): Promise<number> {
-  const s = createServer();
-  s.listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const { port } = s.address() as { port: number };
-  await new Promise((r) => s.close(r));
-  return port;
 }

@@ -1,6 +1,10 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 
+import { freePort } from '../../scripts/lib/free-port.js';
+
+export { freePort };
+
 /**
  * What a protocol-aware proxy does to one connection's bytes: it sees what the client sends
  * (before it is forwarded or held) and may rewrite what the server answers.
@@ -99,13 +103,4 @@ export class TcpProxy {
     await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
     return cut;
   }
-}
-
-/** A port nobody listens on right now (for a server the test then starts). */
-export async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as { port: number };
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
 }
