@@ -17,11 +17,12 @@ import { parseRecord } from '../src/model/parse.js';
 import { type MergedUpdate, mergeUpdates } from '../src/model/profile-merge.js';
 import { compileTriggers, deadLetterRecord } from '../src/model/records.js';
 import { createWindowedIdSet } from '../src/model/windowed-id-set.js';
+import { contributes } from '../src/model/write-plan.js';
 import { dropRepeatsWithin } from '../src/operators/drop-repeats-within.js';
 import { type Enrich, enrichInOrder, identityEnrich } from '../src/operators/enrich-in-order.js';
 import { parseRecords } from '../src/operators/parse-records.js';
 import { rebatch } from '../src/operators/rebatch.js';
-import { contributes, eventDocumentOf } from '../src/operators/write-documents.js';
+import { eventDocumentOf } from '../src/operators/write-documents.js';
 import { createRetryPolicy } from '../src/retry/retry-policy.js';
 import type {
   CommitSink,

@@ -3,17 +3,27 @@ import {
   defer,
   forkJoin,
   from,
-  last,
   type MonoTypeOperatorFunction,
   map,
   mergeMap,
   type Observable,
   of,
+  reduce,
 } from 'rxjs';
-import { recordBytes } from '../model/bytes-in-flight.js';
 import { type OriginKey, originKeyOf, type ProfileUpdate, type UserEvent } from '../model/message.js';
-import { decide, type Entry } from '../model/outcome.js';
-import { type MergedUpdate, mergeUpdates } from '../model/profile-merge.js';
+import type { Entry, Outcome } from '../model/outcome.js';
+import { mergeUpdates } from '../model/profile-merge.js';
+import {
+  contributes,
+  type Decision,
+  decideAt,
+  type JoinLimit,
+  joinWithin,
+  planWrites,
+  type WriteRound,
+  writesAlone,
+  writesNothing,
+} from '../model/write-plan.js';
 import type { DocumentStore, EventDocument } from '../sinks/ports.js';
 import { mergeMapWithBarriers } from './merge-map-with-barriers.js';
 
@@ -34,8 +44,10 @@ import { mergeMapWithBarriers } from './merge-map-with-barriers.js';
  * offset tracker commits in order. With `joinUpTo`, batches that wait meanwhile are joined,
  * within its entries and bytes. Writes do not depend on their order (events are created
  * once whoever comes first, profiles merge by version under a conditional write, a lost race
- * is a 409 and a re-read); tombstones are the exception (see hasTombstone).
+ * is a 409 and a re-read); tombstones are the exception (see writesAlone).
  *
+ * The plan is made first (planWrites); the events and the profiles are then written side by
+ * side, each returning its decisions, and the batch comes out with all of them applied.
  * Retries happen inside the store, per item; what comes back is final. A refusal of the
  * document itself dead-letters that message only (class `rejected`): a client's merged
  * update that is refused is written again one message at a time (one write per message,
@@ -56,53 +68,19 @@ export function writeDocuments(
   return mergeMapWithBarriers(
     (batch: Entry[]) =>
       defer(() => {
-        const out = batch.slice();
-        const plan = planBatch(out);
-        if (plan.events.length === 0 && plan.rounds.length === 0) return of(batch);
-        const events$ = plan.events.length === 0 ? of(null) : writeEvents(store, out, plan.events, signal);
-        const profiles$ =
-          plan.rounds.length === 0
-            ? of(null)
-            : concat(...plan.rounds.map((round) => writeRound(store, out, round, signal))).pipe(last());
-        return forkJoin([events$, profiles$]).pipe(map(() => out));
+        const plan = planWrites(batch);
+        if (writesNothing(plan)) return of(batch);
+        return forkJoin([
+          createEvents(store, batch, plan.events, signal),
+          writeProfiles(store, batch, plan.rounds, signal),
+        ]).pipe(map(([events, profiles]) => decideAt(batch, events.concat(profiles))));
       }),
     {
       concurrency: batchesInFlight,
-      alone: hasTombstone,
+      alone: writesAlone,
       ...(joinUpTo ? { join: joinWithin(joinUpTo) } : {}),
     },
   );
-}
-
-/**
- * Joins a batch that arrives to the one waiting before it while both fit: in entries, and in
- * record bytes, so that a backlog of large records is not joined into one huge request body.
- */
-function joinWithin(limit: JoinLimit): (waiting: Entry[], next: Entry[]) => Entry[] | undefined {
-  const bytesOf = new WeakMap<Entry[], number>();
-  const bytes = (batch: Entry[]) => {
-    let n = bytesOf.get(batch);
-    if (n === undefined) {
-      n = 0;
-      for (const e of batch) n += recordBytes(e.record.key, e.record.value);
-      bytesOf.set(batch, n);
-    }
-    return n;
-  };
-  return (waiting, next) => {
-    if (waiting.length + next.length > limit.entries) return undefined;
-    const joinedBytes = bytes(waiting) + bytes(next);
-    if (joinedBytes > limit.bytes) return undefined;
-    const joined = waiting.concat(next);
-    bytesOf.set(joined, joinedBytes);
-    return joined;
-  };
-}
-
-/** How large a joined batch may grow: entries, and the bytes of their records' keys and values. */
-export interface JoinLimit {
-  readonly entries: number;
-  readonly bytes: number;
 }
 
 export interface WriteDocumentsOptions {
@@ -119,68 +97,30 @@ export interface WriteDocumentsOptions {
   readonly signal?: AbortSignal;
 }
 
-/**
- * A tombstone to apply: its batch is written alone, after every batch before it and before
- * any after it, since a delete and an update of one client in batches side by side could
- * land in either order.
- */
-const hasTombstone = (batch: readonly Entry[]) =>
-  batch.some((e) => e.outcome === undefined && e.deletes !== undefined);
+/** Runs steps one after the other and gathers their decisions. */
+const inTurn = (steps: Observable<Decision[]>[]): Observable<Decision[]> =>
+  concat(...steps).pipe(reduce((all: Decision[], some) => all.concat(some), []));
 
-/** One round of a batch's profile work: updates (per client, in offset order), then tombstones. */
-interface Round {
-  readonly updates: Map<string, number[]>;
-  readonly deletes: number[];
-}
+const rejected = (reason: string): Outcome => ({ kind: 'dead-letter', errorClass: 'rejected', reason });
 
-function planBatch(out: readonly Entry[]): { events: number[]; rounds: Round[] } {
-  const events: number[] = [];
-  const rounds: Round[] = [];
-  const roundOf = new Map<string, number>();
-  const round = (r: number): Round => {
-    while (rounds.length <= r) rounds.push({ updates: new Map(), deletes: [] });
-    return rounds[r]!;
-  };
-  out.forEach((e, i) => {
-    if (e.outcome !== undefined) return;
-    if (e.deletes !== undefined) {
-      const r = roundOf.get(e.deletes) ?? 0;
-      round(r).deletes.push(i);
-      roundOf.set(e.deletes, r + 1);
-      return;
-    }
-    const m = e.message;
-    if (m === undefined) return;
-    if (m.type === 'event') {
-      events.push(i);
-      return;
-    }
-    const updates = round(roundOf.get(m.clientId) ?? 0).updates;
-    const idx = updates.get(m.clientId);
-    if (idx === undefined) updates.set(m.clientId, [i]);
-    else idx.push(i);
-  });
-  return { events, rounds };
-}
-
-function writeEvents(
+/** Creates the batch's open events, each with its origin, and decides them. */
+function createEvents(
   store: DocumentStore,
-  out: Entry[],
-  idx: number[],
+  batch: readonly Entry[],
+  events: readonly number[],
   signal?: AbortSignal,
-): Observable<null> {
-  const docs = idx.map((i) => eventDocumentOf(out[i]!));
+): Observable<Decision[]> {
+  if (events.length === 0) return of([]);
+  const docs = events.map((i) => eventDocumentOf(batch[i]!));
   return from(store.createEvents(docs, signal)).pipe(
-    map((results) => {
-      idx.forEach((i, k) => {
+    map((results) =>
+      events.map((at, k): Decision => {
         const r = results[k]!;
-        const e = out[i]!;
-        if (r.status === 'created') out[i] = decide(e, { kind: 'indexed' });
-        else if (r.status === 'exists') out[i] = decide(e, ownedBy(e, r.owner));
-        else out[i] = decide(e, { kind: 'dead-letter', errorClass: 'rejected', reason: r.reason });
-      });
-      return null;
-    }),
+        if (r.status === 'created') return { at, outcome: { kind: 'indexed' } };
+        if (r.status === 'exists') return { at, outcome: ownedBy(batch[at]!, r.owner) };
+        return { at, outcome: rejected(r.reason) };
+      }),
+    ),
   );
 }
 
@@ -207,68 +147,69 @@ const originOffset = (offset: string): number | string => {
 };
 
 /** An existing event is this record's own (a replay) or another's (a re-sent copy). */
-const ownedBy = (e: Entry, owner: OriginKey) =>
-  owner === originKeyOf(e.record)
-    ? ({ kind: 'indexed' } as const)
-    : ({ kind: 'duplicate', by: owner } as const);
+const ownedBy = (e: Entry, owner: OriginKey): Outcome =>
+  owner === originKeyOf(e.record) ? { kind: 'indexed' } : { kind: 'duplicate', by: owner };
+
+/** Carries out the profile rounds one after the other and decides their entries. */
+function writeProfiles(
+  store: DocumentStore,
+  batch: readonly Entry[],
+  rounds: readonly WriteRound[],
+  signal?: AbortSignal,
+): Observable<Decision[]> {
+  if (rounds.length === 0) return of([]);
+  return inTurn(rounds.map((round) => writeRound(store, batch, round, signal)));
+}
 
 function writeRound(
   store: DocumentStore,
-  out: Entry[],
-  round: Round,
+  batch: readonly Entry[],
+  round: WriteRound,
   signal?: AbortSignal,
-): Observable<null> {
-  const clients = [...round.updates.values()];
+): Observable<Decision[]> {
   // Deferred: a round's requests start only when the round before it (its deletes) is done.
-  const updates$ = clients.length === 0 ? of(null) : defer(() => mergeClients(store, out, clients, signal));
+  const updates$ =
+    round.updates.length === 0 ? of([]) : defer(() => mergeClients(store, batch, round.updates, signal));
   const deletes$ =
     round.deletes.length === 0
-      ? of(null)
+      ? of([])
       : defer(() =>
           from(
             store.deleteProfiles(
-              round.deletes.map((i) => out[i]!.deletes!),
+              round.deletes.map((i) => batch[i]!.deletes!),
               signal,
             ),
-          ).pipe(
-            map(() => {
-              for (const i of round.deletes) out[i] = decide(out[i]!, { kind: 'deleted' });
-              return null;
-            }),
-          ),
+          ).pipe(map(() => round.deletes.map((at): Decision => ({ at, outcome: { kind: 'deleted' } })))),
         );
-  return concat(updates$, deletes$).pipe(last());
+  return inTurn([updates$, deletes$]);
 }
 
+/** Writes each client's updates merged into one, then isolates the clients whose merged update was refused. */
 function mergeClients(
   store: DocumentStore,
-  out: Entry[],
-  clients: number[][],
+  batch: readonly Entry[],
+  clients: readonly (readonly number[])[],
   signal?: AbortSignal,
-): Observable<null> {
-  const merged = clients.map((idx) => mergeUpdates(idx.map((i) => out[i]!.message as ProfileUpdate)));
+): Observable<Decision[]> {
+  const merged = clients.map((places) => mergeUpdates(places.map((i) => batch[i]!.message as ProfileUpdate)));
   return from(store.mergeProfiles(merged, signal)).pipe(
     mergeMap((results) => {
-      const refused: number[][] = [];
-      clients.forEach((idx, k) => {
+      const decided: Decision[] = [];
+      const refused: (readonly number[])[] = [];
+      clients.forEach((places, k) => {
         const r = results[k]!;
         if (r.status === 'rejected') {
-          if (idx.length > 1) refused.push(idx);
-          else
-            out[idx[0]!] = decide(out[idx[0]!]!, {
-              kind: 'dead-letter',
-              errorClass: 'rejected',
-              reason: r.reason,
-            });
+          if (places.length > 1) refused.push(places);
+          else decided.push({ at: places[0]!, outcome: rejected(r.reason) });
           return;
         }
-        for (const i of idx) {
-          const e = out[i]!;
-          const lost = r.status === 'stale' || !contributes(e.message as ProfileUpdate, merged[k]!);
-          out[i] = decide(e, { kind: lost ? 'stale' : 'indexed' });
+        for (const at of places) {
+          const lost = r.status === 'stale' || !contributes(batch[at]!.message as ProfileUpdate, merged[k]!);
+          decided.push({ at, outcome: { kind: lost ? 'stale' : 'indexed' } });
         }
       });
-      return refused.length === 0 ? of(null) : isolateRefused(store, out, refused, signal);
+      if (refused.length === 0) return of(decided);
+      return isolateRefused(store, batch, refused, signal).pipe(map((more) => decided.concat(more)));
     }),
   );
 }
@@ -276,41 +217,29 @@ function mergeClients(
 /** Writes refused clients' updates one message per client per request, until each is decided. */
 function isolateRefused(
   store: DocumentStore,
-  out: Entry[],
-  refused: number[][],
+  batch: readonly Entry[],
+  refused: readonly (readonly number[])[],
   signal?: AbortSignal,
-): Observable<null> {
-  const longest = Math.max(...refused.map((idx) => idx.length));
+): Observable<Decision[]> {
+  const longest = Math.max(...refused.map((places) => places.length));
   const steps = Array.from({ length: longest }, (_, j) =>
     defer(() => {
-      const now = refused.filter((idx) => j < idx.length).map((idx) => idx[j]!);
+      const now = refused.filter((places) => j < places.length).map((places) => places[j]!);
       return from(
         store.mergeProfiles(
-          now.map((i) => mergeUpdates([out[i]!.message as ProfileUpdate])),
+          now.map((i) => mergeUpdates([batch[i]!.message as ProfileUpdate])),
           signal,
         ),
       ).pipe(
-        map((results) => {
-          now.forEach((i, k) => {
+        map((results) =>
+          now.map((at, k): Decision => {
             const r = results[k]!;
-            out[i] = decide(
-              out[i]!,
-              r.status === 'rejected'
-                ? { kind: 'dead-letter', errorClass: 'rejected', reason: r.reason }
-                : { kind: r.status === 'applied' ? 'indexed' : 'stale' },
-            );
-          });
-          return null;
-        }),
+            if (r.status === 'rejected') return { at, outcome: rejected(r.reason) };
+            return { at, outcome: { kind: r.status === 'applied' ? 'indexed' : 'stale' } };
+          }),
+        ),
       );
     }),
   );
-  return concat(...steps).pipe(last());
-}
-
-/** Whether an update wins at least one field within its batch (else it is outranked on arrival). */
-export function contributes(own: ProfileUpdate, merged: MergedUpdate): boolean {
-  const fields = Object.keys(own.data);
-  if (fields.length === 0) return merged.version === own.version;
-  return fields.some((f) => merged.fields.get(f)?.stamp.id === own.id);
+  return inTurn(steps);
 }
