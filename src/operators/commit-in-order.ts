@@ -11,6 +11,7 @@ import type { OffsetTracker } from '../model/offset-tracker.js';
 import type { OutRecord } from '../model/out-record.js';
 import type { Done } from '../model/outcome.js';
 import type { CommitSink } from '../sinks/ports.js';
+import { type CommitPolicy, nextCommitStep, stayedQuiet } from './commit-policy.js';
 
 /** A durable commit: the offset (last done + 1) and what was published with it. */
 export interface Commit {
@@ -18,17 +19,7 @@ export interface Commit {
   readonly records: readonly OutRecord[];
 }
 
-export interface CommitInOrderOptions {
-  /** Commit at most this long after something first became committable… */
-  readonly intervalMs: number;
-  /** …or as soon as this many records did. */
-  readonly every: number;
-  /**
-   * …or `ms` after the partition went quiet with at least `records` committable: everything
-   * it took in is done, and it took in nothing more meanwhile (the end of a backlog or a
-   * burst). Without it the last records of a burst wait out the rest of `intervalMs`.
-   */
-  readonly quiet?: { readonly ms: number; readonly records: number };
+export interface CommitInOrderOptions extends CommitPolicy {
   readonly scheduler?: SchedulerLike;
 }
 
@@ -38,7 +29,8 @@ export interface CommitInOrderOptions {
  * the triggers and dead letters of the records it passes in the same transaction as the
  * offset. Emits each commit once it is durable.
  *
- * Commits are batched by time (`intervalMs`) or count (`every`), and coalesced: while one
+ * Commits are batched by time (`intervalMs`) or count (`every`) (see commit-policy.ts, which
+ * decides when), and coalesced: while one
  * is in flight, what becomes committable waits and goes out as one commit after it, so a
  * slow transaction coordinator never builds a queue (and the records it holds back still
  * count as unfinished in the tracker, which pauses intake). A commit waits less when the
@@ -68,7 +60,7 @@ export interface CommitInOrderOptions {
 export function commitInOrder(
   tracker: OffsetTracker<OutRecord>,
   sink: CommitSink,
-  { intervalMs, every, quiet, scheduler = asyncScheduler }: CommitInOrderOptions,
+  { scheduler = asyncScheduler, ...policy }: CommitInOrderOptions,
 ): OperatorFunction<readonly Done[], Commit> {
   return (source) =>
     new Observable<Commit>((subscriber) => {
@@ -113,30 +105,30 @@ export function commitInOrder(
                 subscriber.error(new Error(`commit of offset ${next.offset} answered nothing`));
                 return;
               }
-              if (sourceDone || released >= every) commitNow();
-              else if (released > 0) {
-                arm();
-                armQuiet();
-              }
+              step();
             },
           });
         if (committing) inFlight = sub;
       };
 
-      const arm = () => {
-        timer ??= scheduler.schedule(commitNow, intervalMs);
+      /** Does what the policy says, between commits. */
+      const step = () => {
+        const next = nextCommitStep(policy, { released, pending: tracker.pending, sourceDone });
+        if (next.kind === 'commit') commitNow();
+        else if (next.kind === 'wait') {
+          timer ??= scheduler.schedule(commitNow, policy.intervalMs);
+          if (next.quietMs !== undefined) waitQuiet(next.quietMs);
+        }
       };
 
-      /** (Re)starts the quiet wait when every record taken in is done and enough are committable. */
-      const armQuiet = () => {
-        if (quiet === undefined || quiet.ms >= intervalMs) return;
-        if (released < quiet.records || tracker.pending > 0) return;
+      /** (Re)starts the quiet wait: it commits if nothing comes in meanwhile and everything stays done. */
+      const waitQuiet = (ms: number) => {
         quietTimer?.unsubscribe();
-        const registeredThen = tracker.registered;
+        const then = { pending: tracker.pending, registered: tracker.registered };
         quietTimer = scheduler.schedule(() => {
           quietTimer = undefined;
-          if (!committing && tracker.pending === 0 && tracker.registered === registeredThen) commitNow();
-        }, quiet.ms);
+          if (!committing && stayedQuiet(then, tracker)) commitNow();
+        }, ms);
       };
 
       const sub = source.subscribe({
@@ -151,17 +143,12 @@ export function commitInOrder(
           const passed = before - tracker.pending;
           if (passed === 0) return;
           released += passed;
-          if (committing) return;
-          if (released >= every) commitNow();
-          else {
-            arm();
-            armQuiet();
-          }
+          if (!committing) step();
         },
         error: (err) => subscriber.error(err),
         complete: () => {
           sourceDone = true;
-          if (!committing) commitNow();
+          if (!committing) step();
         },
       });
 
