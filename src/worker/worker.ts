@@ -1,9 +1,6 @@
-import { logLevel } from 'kafkajs';
+import type { Consumer } from 'kafkajs';
 import type { Logger } from 'pino';
-import { checkElasticsearch, createElasticsearch, resolveSearchEngine } from '../clients/elasticsearch.js';
-import { checkKafka, createKafka, heartbeatIntervalFor } from '../clients/kafka.js';
-import { createRedis, probeRedis } from '../clients/redis.js';
-import { engineLabel } from '../clients/search-engine.js';
+import { Subject } from 'rxjs';
 import type { Config } from '../config/config.js';
 import { v8HeapReader } from '../control/heap-guard.js';
 import { WorkerPushback } from '../control/worker-pushback.js';
@@ -11,28 +8,23 @@ import { type HttpServerHandle, startHttpServer } from '../http/http-server.js';
 import { Readiness } from '../http/readiness.js';
 import { assertKafkajsProduceRetries } from '../kafkajs-patch/produce-retries.js';
 import { assertKafkajsReadCommitted } from '../kafkajs-patch/read-committed.js';
-import { EsPoolMonitor, esPoolStats } from '../metrics/es-pool-monitor.js';
 import { timedDocumentStore, timedKnownCopies } from '../metrics/timed-sinks.js';
 import { WorkerMetrics } from '../metrics/worker-metrics.js';
 import { type Enrich, identityEnrich } from '../operators/enrich-in-order.js';
-import { createRetryPolicy } from '../retry/retry-policy.js';
+import { createRetryPolicy, type RetryPolicy } from '../retry/retry-policy.js';
 import { ElasticsearchDocumentStore } from '../sinks/elasticsearch-document-store.js';
 import { IndexEpochs } from '../sinks/elasticsearch-index-epochs.js';
 import { elasticsearchAnswers } from '../sinks/elasticsearch-liveness.js';
 import { ProgressLedger } from '../sinks/kafka-progress-ledger.js';
-import { TopicLimits } from '../sinks/kafka-topic-limits.js';
 import { RecentProfiles } from '../sinks/recent-profiles.js';
-import { RedisHealth } from '../sinks/redis-health.js';
 import { RedisKnownCopies } from '../sinks/redis-known-copies.js';
-import { ensureIndices } from './elasticsearch-setup.js';
 import { feedHealth, type HealthFeed } from './health-feed.js';
-import { kafkaLogCreator } from './kafka-log.js';
-import { ensureTopics } from './kafka-setup.js';
 import { PartitionPauses } from './partition-pauses.js';
 import { PartitionRegistry } from './partition-registry.js';
-import { PartitionRunner } from './partition-runner.js';
+import { PartitionRunner, type PartitionRunnerDeps } from './partition-runner.js';
 import { PushbackHolds } from './pushback-holds.js';
 import { pushbackReactions } from './pushback-reactions.js';
+import { checkAndPrepare, closeClients, createClients, type WorkerClients } from './worker-clients.js';
 
 export interface WorkerOptions {
   readonly config: Config;
@@ -55,16 +47,17 @@ export interface WorkerHandle {
  * The worker: joins the consumer group and runs one graph per assigned partition
  * (PartitionRunner, kept alive by PartitionRegistry). Redis is optional: the worker starts
  * and ingests without it, and uses it as soon as it answers.
+ *
+ * The composition root, in the order things must exist: the checks of the installed
+ * kafkajs, the HTTP server, the clients and their start checks, push-back, the graph's
+ * ports, the partitions, the group's events, and then consumption.
  */
 export async function startWorker({
   config,
   log,
   enrich = identityEnrich,
 }: WorkerOptions): Promise<WorkerHandle> {
-  // Input topics and the progress ledger are read read_committed: refuse a kafkajs that leaks aborted records.
-  assertKafkajsReadCommitted();
-  // Triggers and dead letters go out in transactions that a leader move must not split or repeat.
-  await assertKafkajsProduceRetries();
+  await refuseUnpatchedKafkajs();
   const metrics = new WorkerMetrics({
     topics: config.kafka.topics,
     esMaxConnections: config.elasticsearch.maxConnections,
@@ -75,207 +68,200 @@ export async function startWorker({
     kafka: 'starting: no answer from Kafka yet',
   });
   // First, so that an address in use stops the start before any connection is made.
-  const http: HttpServerHandle | undefined =
-    config.http.port > 0
-      ? await startHttpServer({ ...config.http, metrics: metrics.registry, readiness, log })
-      : undefined;
-  if (http) log.info({ url: http.url }, `HTTP on ${http.url}: /metrics, /healthz, /readyz`);
+  const http = await serveOperations(config, { metrics, readiness, log });
   const retry = createRetryPolicy({ baseMs: config.graph.retryBaseMs, maxMs: config.graph.retryMaxMs });
-  // Which engine and version ES_NODE is decides the dialect of every request and index.
-  const engine = await resolveSearchEngine(config.elasticsearch).catch(async (err: unknown) => {
+  const clients = await createClients(config, { log, metrics, retry }).catch(async (err: unknown) => {
     await http?.close();
     throw err;
   });
+
+  // What runs beside the clients, stopped before them: filled in as each starts.
+  const running: { http?: HttpServerHandle; health?: HealthFeed; pushback?: WorkerPushback } = http
+    ? { http }
+    : {};
+  const close = () => closeClients(clients, running);
+  const { pauses, holds, pushback } = createPushback(config, clients, {
+    metrics,
+    log,
+    // Read only once started, after the partitions below exist.
+    inFlight: () => partitions.unfinished,
+  });
+
+  try {
+    await checkAndPrepare(config, clients, log);
+  } catch (err) {
+    await close();
+    throw err;
+  }
+
+  const ports = graphPorts(config, clients, { pushback, metrics, retry, enrich, log });
+  running.health = feedHealth({
+    readiness,
+    es: clients.es,
+    consumer: clients.consumer,
+    log,
+    groupId: config.kafka.groupId,
+  });
+  clients.poolMonitor.start();
+
+  // What stops the worker on its own (a runner's failure of unknown cause, a consumer crash).
+  const failures = new Subject<unknown>();
+  const partitions = createPartitions(config, clients, {
+    ports,
+    pushback,
+    pauses,
+    retry,
+    metrics,
+    log,
+    onFatal: (err) => failures.next(err),
+  });
+  const ending = endings({ config, log, metrics, partitions, consumer: clients.consumer, running, close });
+  failures.subscribe((err) => ending.fail(err));
+  followTheGroup(clients.consumer, { pauses, holds, partitions, failures, log });
+
+  // Before the first fetch: the operators' shed decisions are read first, so that a shed
+  // topic is not consumed for a moment at start.
+  await pushback.start();
+  running.pushback = pushback;
+  await consume(clients.consumer, partitions);
+
   log.info(
     {
-      engine: engine.product,
-      version: engine.version,
-      how: config.elasticsearch.engine === 'auto' ? 'detected' : 'ES_ENGINE',
+      topics: config.kafka.topics,
+      group: config.kafka.groupId,
+      brokers: config.kafka.brokers,
+      heapLimitMb: Math.round(v8HeapReader()().limitBytes / (1024 * 1024)),
     },
-    `search engine: ${engineLabel(engine)}`,
+    'worker started',
   );
-  const es = createElasticsearch(
-    config.elasticsearch,
-    {
-      requestTimeout: config.elasticsearch.requestTimeoutMs,
-      maxRetries: 0, // the document store retries per item, with the retry policy
-      agent: { connections: config.elasticsearch.maxConnections },
-    },
-    engine,
-  );
-  // The breaker's liveness check, on a connection of its own (see elasticsearchAnswers).
-  const esLiveness = createElasticsearch(
-    config.elasticsearch,
-    { maxRetries: 0, agent: { connections: 1 } },
-    engine,
-  );
-  const poolMonitor = new EsPoolMonitor({
-    readStats: () => esPoolStats(es),
-    maxConnections: config.elasticsearch.maxConnections,
-    publish: (pool) => metrics.setEsPool(pool),
-    log,
-  });
-  const redis = createRedis(config.redis, {
-    lazyConnect: true,
-    // Fail fast instead of queueing while Redis is away: it only saves work.
-    enableOfflineQueue: false,
-    commandTimeout: 1_000,
-    maxRetriesPerRequest: 0,
-    retryStrategy: (times) => retry.delay(Math.min(times, 6)) + 100,
-  });
-  const kafka = createKafka(config.kafka, {
-    clientId: config.kafka.clientId,
-    logLevel: logLevel.WARN,
-    logCreator: kafkaLogCreator(log),
-    retry: { retries: 8, initialRetryTime: 200, maxRetryTime: 5_000 },
-  });
-  const admin = kafka.admin();
-  // Known before the first dead letter, so that no record too large for its topic enters a transaction.
-  const limits = new TopicLimits(admin, log.child({ component: 'kafka' }));
-  const heartbeatInterval = heartbeatIntervalFor(config.kafka.sessionTimeoutMs);
-  const consumer = kafka.consumer({
-    groupId: config.kafka.groupId,
-    sessionTimeout: config.kafka.sessionTimeoutMs,
-    heartbeatInterval,
-    // A paused partition's resume waits for the fetch loop's sleep: keep it short.
-    maxWaitTimeInMs: 250,
-    maxBytesPerPartition: config.kafka.maxBytesPerPartition,
-    readUncommitted: false,
-  });
-  const redisHealth = new RedisHealth(
-    redis,
-    { probeEveryMs: 1_000, onChange: (up) => metrics.setRedisUp(up) },
-    log.child({ component: 'redis' }),
-  );
+  return { metrics, httpUrl: http?.url, stop: ending.stop, stopped: ending.stopped };
+}
 
+/** Refuses a kafkajs without the project's patch. */
+async function refuseUnpatchedKafkajs(): Promise<void> {
+  // Input topics and the progress ledger are read read_committed: refuse a kafkajs that leaks aborted records.
+  assertKafkajsReadCommitted();
+  // Triggers and dead letters go out in transactions that a leader move must not split or repeat.
+  await assertKafkajsProduceRetries();
+}
+
+/** Serves /metrics, /healthz and /readyz, unless HTTP_PORT=0. */
+async function serveOperations(
+  config: Config,
+  { metrics, readiness, log }: { metrics: WorkerMetrics; readiness: Readiness; log: Logger },
+): Promise<HttpServerHandle | undefined> {
+  if (config.http.port <= 0) return undefined;
+  const http = await startHttpServer({ ...config.http, metrics: metrics.registry, readiness, log });
+  log.info({ url: http.url }, `HTTP on ${http.url}: /metrics, /healthz, /readyz`);
+  return http;
+}
+
+/**
+ * Push-back: the partitions' pauses (one reason each), the holds the push-back events put on
+ * them, and the mechanisms (the store's gate: adaptive concurrency and breaker; shedding, lag,
+ * hot clients, the heap guard).
+ */
+function createPushback(
+  config: Config,
+  clients: WorkerClients,
+  o: { metrics: WorkerMetrics; log: Logger; inFlight: () => number },
+): { pauses: PartitionPauses; holds: PushbackHolds; pushback: WorkerPushback } {
+  const { metrics, log } = o;
   const pauses = new PartitionPauses(
-    consumer,
+    clients.consumer,
     {
       paused: (topic, partition, reason, on) =>
         metrics.setPartitionPaused({ topic, partition: String(partition) }, reason, on),
     },
     log,
   );
-  // Push-back: the store's gate (adaptive concurrency, breaker), shedding, lag, hot clients.
   const holds = new PushbackHolds(pauses);
-  const pushbackLog = log.child({ component: 'pushback' });
   const pushback = new WorkerPushback({
     settings: config.control,
     group: config.kafka.groupId,
     topics: config.kafka.topics,
-    kafka,
-    admin,
-    redis,
-    // Read only once started, after the registry below exists.
-    inFlight: (): number => registry.unfinished,
+    kafka: clients.kafka,
+    admin: clients.admin,
+    redis: clients.redis,
+    inFlight: o.inFlight,
     sessionTimeoutMs: config.kafka.sessionTimeoutMs,
-    answersAtAll: elasticsearchAnswers(esLiveness),
-    hooks: pushbackReactions({ metrics, log: pushbackLog, holds }),
+    answersAtAll: elasticsearchAnswers(clients.esLiveness),
+    hooks: pushbackReactions({ metrics, log: log.child({ component: 'pushback' }), holds }),
   });
+  return { pauses, holds, pushback };
+}
 
-  let health: HealthFeed | undefined;
-  let pushbackStarted = false;
-  const closeClients = async () => {
-    redisHealth.stop();
-    health?.stop();
-    poolMonitor.stop();
-    if (pushbackStarted) await pushback.stop();
-    await Promise.allSettled([consumer.disconnect(), admin.disconnect(), es.close(), esLiveness.close()]);
-    redis.disconnect();
-    await http?.close();
+/** What each partition's graph talks to: the owner marks in Redis, the documents in Elasticsearch, enrich. */
+function graphPorts(
+  config: Config,
+  clients: WorkerClients,
+  o: { pushback: WorkerPushback; metrics: WorkerMetrics; retry: RetryPolicy; enrich: Enrich; log: Logger },
+): PartitionRunnerDeps['ports'] {
+  const { pushback, metrics, log } = o;
+  const epochs = new IndexEpochs(clients.es);
+  const known = new RedisKnownCopies(
+    clients.redis,
+    {
+      keyPrefix: config.redis.keyPrefix,
+      group: config.kafka.groupId,
+      ttlMs: config.redis.processedTtlMs,
+      eventsIndex: config.elasticsearch.eventsIndex,
+    },
+    {
+      epochs,
+      health: clients.redisHealth,
+      gate: pushback.redisGate,
+      observer: metrics.redisObserver(),
+      log: log.child({ component: 'redis' }),
+    },
+  );
+  const documents = new ElasticsearchDocumentStore(
+    clients.es,
+    {
+      profilesIndex: config.elasticsearch.profilesIndex,
+      eventsIndex: config.elasticsearch.eventsIndex,
+      retry: o.retry,
+      observer: metrics.elasticsearchObserver(),
+      gate: pushback.gate,
+      ...(config.elasticsearch.profileCacheSize > 0
+        ? { recentProfiles: { cache: new RecentProfiles(config.elasticsearch.profileCacheSize), epochs } }
+        : {}),
+    },
+    log.child({ component: 'elasticsearch' }),
+  );
+  return {
+    known: timedKnownCopies(known, metrics.stageObserver()),
+    documents: timedDocumentStore(documents, metrics.stageObserver()),
+    enrich: o.enrich,
   };
+}
 
-  try {
-    // Redis may be down (the worker starts without it and uses it once it answers), but a
-    // wrong password or an unknown CA is a setting to fix: that stops the start, in one line.
-    const probe = await probeRedis(config.redis);
-    if (!probe.up) log.warn({ reason: probe.reason }, 'Redis unavailable at start; ingesting without it');
-    redisHealth.start();
-    await checkElasticsearch(es, config.elasticsearch);
-    await ensureIndices(es, config.elasticsearch, log, engine);
-    await checkKafka(config.kafka);
-    await admin.connect();
-    await ensureTopics(admin, config.kafka, log);
-    await limits.ensure([config.kafka.dlqTopic, config.kafka.triggersTopic, config.kafka.progressTopic]);
-    await consumer.connect();
-    await consumer.subscribe({ topics: config.kafka.topics, fromBeginning: config.kafka.fromBeginning });
-  } catch (err) {
-    await closeClients();
-    throw err;
-  }
-
-  const epochs = new IndexEpochs(es);
-  const ports = {
-    known: timedKnownCopies(
-      new RedisKnownCopies(
-        redis,
-        {
-          keyPrefix: config.redis.keyPrefix,
-          group: config.kafka.groupId,
-          ttlMs: config.redis.processedTtlMs,
-          eventsIndex: config.elasticsearch.eventsIndex,
-        },
-        {
-          epochs,
-          health: redisHealth,
-          gate: pushback.redisGate,
-          observer: metrics.redisObserver(),
-          log: log.child({ component: 'redis' }),
-        },
-      ),
-      metrics.stageObserver(),
-    ),
-    documents: timedDocumentStore(
-      new ElasticsearchDocumentStore(
-        es,
-        {
-          profilesIndex: config.elasticsearch.profilesIndex,
-          eventsIndex: config.elasticsearch.eventsIndex,
-          retry,
-          observer: metrics.elasticsearchObserver(),
-          gate: pushback.gate,
-          ...(config.elasticsearch.profileCacheSize > 0
-            ? { recentProfiles: { cache: new RecentProfiles(config.elasticsearch.profileCacheSize), epochs } }
-            : {}),
-        },
-        log.child({ component: 'elasticsearch' }),
-      ),
-      metrics.stageObserver(),
-    ),
-    enrich,
-  };
-
-  health = feedHealth({ readiness, es, consumer, log, groupId: config.kafka.groupId });
-  poolMonitor.start();
-
-  let stopping: Promise<void> | undefined;
-  let settle!: { resolve: () => void; reject: (e: unknown) => void };
-  const stopped = new Promise<void>((resolve, reject) => {
-    settle = { resolve, reject };
-  });
-  stopped.catch(() => undefined);
-
-  const ledger = new ProgressLedger(kafka, admin, config.kafka.progressTopic, log);
-  const fail = (err: unknown) => {
-    if (stopping) return;
-    log.fatal({ err }, 'worker failed; stopping without committing unfinished work');
-    stopping = (async () => {
-      await registry.abandonAll();
-      await consumer.stop().catch(() => undefined);
-      await closeClients();
-    })();
-    void stopping.then(() => settle.reject(err));
-  };
-  const registry = new PartitionRegistry({
+/** One runner per assigned partition, each with its own committer and graph on the shared ports. */
+function createPartitions(
+  config: Config,
+  clients: WorkerClients,
+  o: {
+    ports: PartitionRunnerDeps['ports'];
+    pushback: WorkerPushback;
+    pauses: PartitionPauses;
+    retry: RetryPolicy;
+    metrics: WorkerMetrics;
+    log: Logger;
+    onFatal: (err: unknown) => void;
+  },
+): PartitionRegistry {
+  const { pushback, pauses, retry, metrics, log } = o;
+  const ledger = new ProgressLedger(clients.kafka, clients.admin, config.kafka.progressTopic, log);
+  return new PartitionRegistry({
     createRunner: (topic, partition, resumeAt) =>
       new PartitionRunner(topic, partition, resumeAt, {
         config,
-        kafka,
-        consumer,
-        admin,
+        kafka: clients.kafka,
+        consumer: clients.consumer,
+        admin: clients.admin,
         ledger,
-        limits,
-        ports,
+        limits: clients.limits,
+        ports: o.ports,
         retry,
         pauses,
         metrics,
@@ -287,40 +273,52 @@ export async function startWorker({
     metrics,
     log,
     drainTimeoutMs: config.shutdownTimeoutMs,
-    fencedBackoffMs: 2 * heartbeatInterval,
-    onFatal: fail,
+    fencedBackoffMs: 2 * clients.heartbeatInterval,
+    onFatal: o.onFatal,
   });
+}
 
+/** Follows the consumer group: assignments, fetches that brought only gaps, crashes. */
+function followTheGroup(
+  consumer: Consumer,
+  o: {
+    pauses: PartitionPauses;
+    holds: PushbackHolds;
+    partitions: PartitionRegistry;
+    failures: Subject<unknown>;
+    log: Logger;
+  },
+): void {
   // kafkajs has no revoke callback: GROUP_JOIN carries the new assignment, and it is
   // emitted synchronously before the new generation's first fetch, so new partitions
   // are held back (paused) until their previous owner is fenced.
   consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
-    pauses.reapply();
-    registry.assign(payload.memberAssignment);
-    holds.assign(payload.memberAssignment);
+    o.pauses.reapply();
+    o.partitions.assign(payload.memberAssignment);
+    o.holds.assign(payload.memberAssignment);
   });
   // A fetch that brought only transaction markers or aborted records never reaches
   // eachBatch; its end still moves the partition's position.
   consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
     if (payload.batchSize === 0)
-      registry.runnerFor(payload.topic, payload.partition)?.gapTo(payload.lastOffset, payload.firstOffset);
+      o.partitions
+        .runnerFor(payload.topic, payload.partition)
+        ?.gapTo(payload.lastOffset, payload.firstOffset);
   });
   consumer.on(consumer.events.CRASH, ({ payload }) => {
-    if (!payload.restart) fail(payload.error);
-    else log.warn({ err: String(payload.error) }, 'Kafka consumer crashed; kafkajs restarts it');
+    if (!payload.restart) o.failures.next(payload.error);
+    else o.log.warn({ err: String(payload.error) }, 'Kafka consumer crashed; kafkajs restarts it');
   });
+}
 
-  // Before the first fetch: the operators' shed decisions are read first, so that a shed
-  // topic is not consumed for a moment at start.
-  await pushback.start();
-  pushbackStarted = true;
-
+/** Hands every fetched batch to its partition's runner. */
+async function consume(consumer: Consumer, partitions: PartitionRegistry): Promise<void> {
   await consumer.run({
     autoCommit: false,
     eachBatchAutoResolve: false,
     partitionsConsumedConcurrently: 8,
     eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
-      const runner = registry.runnerFor(batch.topic, batch.partition);
+      const runner = partitions.runnerFor(batch.topic, batch.partition);
       if (runner === undefined || batch.messages.length === 0) return;
       // Not taken (starting, draining): leave the offset unresolved, kafkajs fetches it again.
       // kafkajs's Batch has the offset it was fetched at, not in its types: a stale batch shows by it.
@@ -330,31 +328,54 @@ export async function startWorker({
       await heartbeat();
     },
   });
+}
 
-  log.info(
-    {
-      topics: config.kafka.topics,
-      group: config.kafka.groupId,
-      brokers: config.kafka.brokers,
-      heapLimitMb: Math.round(v8HeapReader()().limitBytes / (1024 * 1024)),
-    },
-    'worker started',
-  );
+/**
+ * How the worker ends, once: `stop` drains and leaves the group; `fail` gives every partition
+ * up at once, committing nothing more. `stopped` settles after either.
+ */
+function endings(o: {
+  config: Config;
+  log: Logger;
+  metrics: WorkerMetrics;
+  partitions: PartitionRegistry;
+  consumer: Consumer;
+  running: { readonly health?: HealthFeed };
+  close: () => Promise<void>;
+}): { stop: () => Promise<void>; fail: (err: unknown) => void; stopped: Promise<void> } {
+  const { log, partitions, consumer } = o;
+  let stopping: Promise<void> | undefined;
+  let settle!: { resolve: () => void; reject: (e: unknown) => void };
+  const stopped = new Promise<void>((resolve, reject) => {
+    settle = { resolve, reject };
+  });
+  stopped.catch(() => undefined);
+
+  const fail = (err: unknown) => {
+    if (stopping) return;
+    log.fatal({ err }, 'worker failed; stopping without committing unfinished work');
+    stopping = (async () => {
+      await partitions.abandonAll();
+      await consumer.stop().catch(() => undefined);
+      await o.close();
+    })();
+    void stopping.then(() => settle.reject(err));
+  };
 
   const stop = () => {
     stopping ??= (async () => {
       // Stop fetching and drain while still in the group: consumer.stop() sends LeaveGroup at
       // once, and the peers would take the partitions (fencing this worker) mid-drain.
       log.info('stopping: draining partitions before leaving the group');
-      health?.leaving();
-      await registry.drainAll(config.shutdownTimeoutMs);
+      o.running.health?.leaving();
+      await partitions.drainAll(o.config.shutdownTimeoutMs);
       await consumer.stop().catch((err) => log.warn({ err: String(err) }, 'consumer stop failed'));
-      await closeClients();
-      log.info(await metrics.snapshot(), 'stopped');
+      await o.close();
+      log.info(await o.metrics.snapshot(), 'stopped');
       settle.resolve();
     })();
     return stopping;
   };
 
-  return { metrics, httpUrl: http?.url, stop, stopped };
+  return { stop, fail, stopped };
 }
