@@ -10,10 +10,10 @@ import {
   type Observable,
   of,
 } from 'rxjs';
-import { recordBytes } from '../model/bytes-in-flight.js';
 import { type OriginKey, originKeyOf, type ProfileUpdate, type UserEvent } from '../model/message.js';
 import { decide, type Entry } from '../model/outcome.js';
 import { type MergedUpdate, mergeUpdates } from '../model/profile-merge.js';
+import { recordBytes } from '../pushback/intake/bytes-in-flight.js';
 import type { DocumentStore, EventDocument } from '../sinks/ports.js';
 import { mergeMapWithBarriers } from './merge-map-with-barriers.js';
 

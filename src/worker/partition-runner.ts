@@ -7,19 +7,19 @@ import { timeOncePerTick } from '../graph/time-once-per-tick.js';
 import { PartitionCounts } from '../metrics/partition-counts.js';
 import { timedCommitSink } from '../metrics/timed-sinks.js';
 import type { WorkerMetrics } from '../metrics/worker-metrics.js';
-import { BytesInFlight, recordBytes } from '../model/bytes-in-flight.js';
-import { intakePaused } from '../model/intake-marks.js';
 import { fetchedRecord, type RawRecord } from '../model/message.js';
 import { greater, OffsetTracker } from '../model/offset-tracker.js';
 import type { OutRecord } from '../model/out-record.js';
 import type { Done } from '../model/outcome.js';
 import type { Commit } from '../operators/commit-in-order.js';
+import { BytesInFlight, recordBytes } from '../pushback/intake/bytes-in-flight.js';
+import { intakePaused } from '../pushback/intake/marks.js';
+import type { PartitionPauses } from '../pushback/intake/partition-pauses.js';
 import type { RetryPolicy } from '../retry/retry-policy.js';
-import type { ProgressLedger } from '../sinks/kafka-progress-ledger.js';
-import type { TopicLimits } from '../sinks/kafka-topic-limits.js';
-import { TransactionalCommitter } from '../sinks/kafka-transactional-committer.js';
+import type { ProgressLedger } from '../sinks/kafka/progress-ledger.js';
+import type { TopicLimits } from '../sinks/kafka/topic-limits.js';
+import { TransactionalCommitter } from '../sinks/kafka/transactional-committer.js';
 import { type BatchVerdict, FetchPosition } from './fetch-position.js';
-import type { PartitionPauses } from './partition-pauses.js';
 import { StallWatch } from './stall-watch.js';
 
 export interface PartitionRunnerDeps {
@@ -352,7 +352,7 @@ export class PartitionRunner {
   /**
    * Records between this runner's committed offset and the partition's end as last fetched:
    * for the stall watch only, which must know of work waiting at once. `rxingest_consumer_lag`
-   * is the broker's sample (pushback-reactions.ts).
+   * is the broker's sample (pushback/reactions.ts).
    */
   private lag(): number | undefined {
     if (this.highWatermark === undefined) return undefined;
