@@ -9,7 +9,6 @@ import type { GraphSettings } from '../src/config/config.js';
 import { planBatch } from '../src/generator/workload.js';
 import { ingestPartition } from '../src/graph/partition-graph.js';
 import { timeOncePerTick } from '../src/graph/time-once-per-tick.js';
-import { recordsPerCommit } from '../src/model/intake-marks.js';
 import { type OriginKey, originKeyOf, type ProfileUpdate, type RawRecord } from '../src/model/message.js';
 import { OffsetTracker } from '../src/model/offset-tracker.js';
 import { clientOf, decide, type Entry, type Outcome } from '../src/model/outcome.js';
@@ -23,6 +22,7 @@ import { type Enrich, enrichInOrder, identityEnrich } from '../src/operators/enr
 import { parseRecords } from '../src/operators/parse-records.js';
 import { rebatch } from '../src/operators/rebatch.js';
 import { eventDocumentOf } from '../src/operators/write-documents.js';
+import { recordsPerCommit } from '../src/pushback/intake/marks.js';
 import { createRetryPolicy } from '../src/retry/retry-policy.js';
 import type {
   CommitSink,

@@ -21,7 +21,7 @@ import { BatchedHistogram } from '../src/metrics/batched-histogram.js';
 import { E2E_BUCKETS } from '../src/metrics/metric-labels.js';
 import { createWindowedIdSet } from '../src/model/windowed-id-set.js';
 import { createWindowedSeenSet } from '../src/operators/swept-seen-set.js';
-import { bulkBody, createActionLine } from '../src/sinks/elasticsearch-bulk.js';
+import { bulkBody, createActionLine } from '../src/sinks/elasticsearch/bulk.js';
 import type { Section } from './lib/report.js';
 import { fmt, median } from './lib/stats.js';
 

@@ -13,7 +13,7 @@ import type { Redis } from 'ioredis';
 import type { Kafka } from 'kafkajs';
 import { runProducer } from '../../src/generator/produce.js';
 import { planWorkload } from '../../src/generator/workload.js';
-import { markGeneration, marksKey } from '../../src/sinks/redis-known-copies.js';
+import { markGeneration, marksKey } from '../../src/sinks/redis/known-copies.js';
 import { sleep } from './stack.js';
 
 export interface LatencyOptions {

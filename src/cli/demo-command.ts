@@ -9,13 +9,13 @@ import { createElasticsearch, resolveSearchEngine } from '../clients/elasticsear
 import { createKafka } from '../clients/kafka.js';
 import { ConfigError, loadConfig } from '../config/config.js';
 import { redactUrl } from '../config/redact-url.js';
-import { setHeapGrowth } from '../control/heap-growth.js';
 import { runProducer } from '../generator/produce.js';
 import { describeWorkload, workloadRecords } from '../generator/workload.js';
 import { createLogger } from '../log/logger.js';
 import { secretValues } from '../log/secrets.js';
 import type { MetricsSnapshot } from '../metrics/metric-labels.js';
 import { createIngestProducer } from '../producer/index.js';
+import { setHeapGrowth } from '../pushback/memory/heap-growth.js';
 import { startWorker } from '../worker/worker.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');

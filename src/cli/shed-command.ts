@@ -8,7 +8,7 @@ import {
   publishShedDecision,
   readShedDecisions,
   type ShedDecision,
-} from '../control/shed-channel.js';
+} from '../protocol/shed-channel.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 

@@ -1,9 +1,9 @@
 import { Command } from 'commander';
 import { ConfigError, loadConfig } from '../config/config.js';
 import { firstSentence, securityReference, settingsReference } from '../config/reference.js';
-import { setHeapGrowth } from '../control/heap-growth.js';
 import { createLogger } from '../log/logger.js';
 import { secretScrubber, secretValues } from '../log/secrets.js';
+import { setHeapGrowth } from '../pushback/memory/heap-growth.js';
 import { startWorker } from '../worker/worker.js';
 
 const groups = settingsReference();

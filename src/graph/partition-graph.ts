@@ -1,6 +1,5 @@
 import { asyncScheduler, type Observable, type SchedulerLike } from 'rxjs';
 import type { GraphSettings, TriggerRule } from '../config/config.js';
-import { recordsPerCommit } from '../model/intake-marks.js';
 import type { RawRecord } from '../model/message.js';
 import type { OffsetTracker } from '../model/offset-tracker.js';
 import type { OutRecord } from '../model/out-record.js';
@@ -16,6 +15,7 @@ import { rememberOwners } from '../operators/remember-owners.js';
 import { skipKnownCopies } from '../operators/skip-known-copies.js';
 import { trackIntake } from '../operators/track-intake.js';
 import { writeDocuments } from '../operators/write-documents.js';
+import { recordsPerCommit } from '../pushback/intake/marks.js';
 import type { RetryPolicy } from '../retry/retry-policy.js';
 import type { CommitSink, DocumentStore, KnownCopies } from '../sinks/ports.js';
 

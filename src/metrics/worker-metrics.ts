@@ -1,8 +1,8 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { OutRecord } from '../model/out-record.js';
 import type { OutcomeKind } from '../model/outcome.js';
-import type { ElasticsearchStoreObserver } from '../sinks/elasticsearch-observer.js';
-import type { RedisObserver } from '../sinks/redis-known-copies.js';
+import type { ElasticsearchStoreObserver } from '../sinks/elasticsearch/observer.js';
+import type { RedisObserver } from '../sinks/redis/known-copies.js';
 import { BatchedHistogram } from './batched-histogram.js';
 import { eventLoopBusyCounter } from './event-loop-busy.js';
 import {

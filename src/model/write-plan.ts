@@ -1,4 +1,3 @@
-import { recordBytes } from './bytes-in-flight.js';
 import type { ProfileUpdate } from './message.js';
 import { decide, type Entry, type Outcome } from './outcome.js';
 import type { MergedUpdate } from './profile-merge.js';
@@ -69,37 +68,6 @@ export const writesNothing = (plan: WritePlan): boolean =>
  */
 export const writesAlone = (batch: readonly Entry[]): boolean =>
   batch.some((e) => e.outcome === undefined && e.deletes !== undefined);
-
-/** How large a joined batch may grow: entries, and the bytes of their records' keys and values. */
-export interface JoinLimit {
-  readonly entries: number;
-  readonly bytes: number;
-}
-
-/**
- * Joins a batch that arrives to the one waiting before it while both fit: in entries, and in
- * record bytes, so that a backlog of large records is not joined into one huge request body.
- */
-export function joinWithin(limit: JoinLimit): (waiting: Entry[], next: Entry[]) => Entry[] | undefined {
-  const bytesOf = new WeakMap<Entry[], number>();
-  const bytes = (batch: Entry[]) => {
-    let n = bytesOf.get(batch);
-    if (n === undefined) {
-      n = 0;
-      for (const e of batch) n += recordBytes(e.record.key, e.record.value);
-      bytesOf.set(batch, n);
-    }
-    return n;
-  };
-  return (waiting, next) => {
-    if (waiting.length + next.length > limit.entries) return undefined;
-    const joinedBytes = bytes(waiting) + bytes(next);
-    if (joinedBytes > limit.bytes) return undefined;
-    const joined = waiting.concat(next);
-    bytesOf.set(joined, joinedBytes);
-    return joined;
-  };
-}
 
 /** The outcome of the entry at one place in a batch. */
 export interface Decision {

@@ -17,13 +17,12 @@ import {
   contributes,
   type Decision,
   decideAt,
-  type JoinLimit,
-  joinWithin,
   planWrites,
   type WriteRound,
   writesAlone,
   writesNothing,
 } from '../model/write-plan.js';
+import { recordBytes } from '../pushback/intake/bytes-in-flight.js';
 import type { DocumentStore, EventDocument } from '../sinks/ports.js';
 import { mergeMapWithBarriers } from './merge-map-with-barriers.js';
 
@@ -81,6 +80,37 @@ export function writeDocuments(
       ...(joinUpTo ? { join: joinWithin(joinUpTo) } : {}),
     },
   );
+}
+
+/** How large a joined batch may grow: entries, and the bytes of their records' keys and values. */
+export interface JoinLimit {
+  readonly entries: number;
+  readonly bytes: number;
+}
+
+/**
+ * Joins a batch that arrives to the one waiting before it while both fit: in entries, and in
+ * record bytes, so that a backlog of large records is not joined into one huge request body.
+ */
+function joinWithin(limit: JoinLimit): (waiting: Entry[], next: Entry[]) => Entry[] | undefined {
+  const bytesOf = new WeakMap<Entry[], number>();
+  const bytes = (batch: Entry[]) => {
+    let n = bytesOf.get(batch);
+    if (n === undefined) {
+      n = 0;
+      for (const e of batch) n += recordBytes(e.record.key, e.record.value);
+      bytesOf.set(batch, n);
+    }
+    return n;
+  };
+  return (waiting, next) => {
+    if (waiting.length + next.length > limit.entries) return undefined;
+    const joinedBytes = bytes(waiting) + bytes(next);
+    if (joinedBytes > limit.bytes) return undefined;
+    const joined = waiting.concat(next);
+    bytesOf.set(joined, joinedBytes);
+    return joined;
+  };
 }
 
 export interface WriteDocumentsOptions {

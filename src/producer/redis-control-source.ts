@@ -6,7 +6,7 @@ import {
   LEAVE_SCRIPT,
   type PublishedLimit,
   READ_CONTROL_SCRIPT,
-} from '../control/control-keys.js';
+} from '../protocol/control-keys.js';
 
 /** What a producer needs to know from the workers, per topic. */
 export interface ProducerControl {

@@ -1,11 +1,11 @@
 import type { Consumer, KafkaMessage } from 'kafkajs';
 import type { Logger } from 'pino';
 import { type Observable, Subject } from 'rxjs';
-import { BytesInFlight, recordBytes } from '../model/bytes-in-flight.js';
-import { type IntakeMarks, intakePaused } from '../model/intake-marks.js';
 import { fetchedRecord, type RawRecord } from '../model/message.js';
 import { greater, type OffsetTracker } from '../model/offset-tracker.js';
 import type { OutRecord } from '../model/out-record.js';
+import { BytesInFlight, recordBytes } from '../pushback/intake/bytes-in-flight.js';
+import { type IntakeMarks, intakePaused } from '../pushback/intake/marks.js';
 import { type BatchVerdict, FetchPosition } from './fetch-position.js';
 
 export interface PartitionIntakeDeps {

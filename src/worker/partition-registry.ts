@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
 import type { WorkerMetrics } from '../metrics/worker-metrics.js';
 import { classifyError } from '../model/failures.js';
+import type { PartitionPauses } from '../pushback/intake/partition-pauses.js';
 import type { RetryPolicy } from '../retry/retry-policy.js';
-import { CommitFailedError, PartitionLostError } from '../sinks/kafka-transactional-committer.js';
-import type { PartitionPauses } from './partition-pauses.js';
+import { CommitFailedError, PartitionLostError } from '../sinks/kafka/transactional-committer.js';
 import type { PartitionRunner, RunnerEnd } from './partition-runner.js';
 
 export interface PartitionRegistryDeps {

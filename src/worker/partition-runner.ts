@@ -11,12 +11,12 @@ import { OffsetTracker } from '../model/offset-tracker.js';
 import type { OutRecord } from '../model/out-record.js';
 import type { Done } from '../model/outcome.js';
 import type { Commit } from '../operators/commit-in-order.js';
+import type { PartitionPauses } from '../pushback/intake/partition-pauses.js';
 import type { RetryPolicy } from '../retry/retry-policy.js';
-import type { ProgressLedger } from '../sinks/kafka-progress-ledger.js';
-import type { TopicLimits } from '../sinks/kafka-topic-limits.js';
-import { TransactionalCommitter } from '../sinks/kafka-transactional-committer.js';
+import type { ProgressLedger } from '../sinks/kafka/progress-ledger.js';
+import type { TopicLimits } from '../sinks/kafka/topic-limits.js';
+import { TransactionalCommitter } from '../sinks/kafka/transactional-committer.js';
 import { PartitionIntake } from './partition-intake.js';
-import type { PartitionPauses } from './partition-pauses.js';
 import { StallWatch } from './stall-watch.js';
 
 export interface PartitionRunnerDeps {

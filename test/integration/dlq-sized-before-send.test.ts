@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Admin, Kafka } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BROKER_DEFAULT_MAX_MESSAGE_BYTES } from '../../src/sinks/kafka-topic-limits.js';
+import { BROKER_DEFAULT_MAX_MESSAGE_BYTES } from '../../src/sinks/kafka/topic-limits.js';
 import { kafkaClient, type ReadRecord, readCommitted, waitFor } from '../support/stack.js';
 import { caughtUp, pipeline, signupEvent } from '../support/tool-deployment.js';
 import { spawnWorker, type WorkerProcess, whileRunning } from '../support/worker-process.js';

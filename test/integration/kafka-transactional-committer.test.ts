@@ -2,12 +2,12 @@ import type { Admin, Kafka, Producer, ProducerConfig, Transaction } from 'kafkaj
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRetryPolicy, retrying } from '../../src/retry/retry-policy.js';
-import { ProgressLedger } from '../../src/sinks/kafka-progress-ledger.js';
+import { ProgressLedger } from '../../src/sinks/kafka/progress-ledger.js';
 import {
   CommitFailedError,
   PartitionLostError,
   TransactionalCommitter,
-} from '../../src/sinks/kafka-transactional-committer.js';
+} from '../../src/sinks/kafka/transactional-committer.js';
 import type { OutRecord } from '../../src/sinks/ports.js';
 import { createTopics, kafkaClient, readCommitted, uniqueName, waitFor } from '../support/stack.js';
 

@@ -1,6 +1,6 @@
 import type { Producer } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TransactionalCommitter } from '../../src/sinks/kafka-transactional-committer.js';
+import { TransactionalCommitter } from '../../src/sinks/kafka/transactional-committer.js';
 import { traffic } from '../faults/scenarios/common.js';
 import { Pipeline } from '../support/pipeline.js';
 import { waitFor } from '../support/stack.js';

@@ -3,9 +3,9 @@ import { promisify } from 'node:util';
 import { CommanderError } from 'commander';
 import { afterAll, describe, expect, it } from 'vitest';
 import { produceCommand } from '../../src/cli/produce-command.js';
-import { RedisHotClientStore } from '../../src/control/hot-clients.js';
-import { ProducerLimitPublisher } from '../../src/control/producer-limits.js';
 import { BufferFullError, type createIngestProducer } from '../../src/producer/index.js';
+import { RedisHotClientStore } from '../../src/pushback/hot-clients/monitor.js';
+import { ProducerLimitPublisher } from '../../src/pushback/lag/producer-limits.js';
 import { libraryProducer } from '../support/library-producer.js';
 import { createTopics, kafkaClient, redisClient, stackEnv, uniqueName } from '../support/stack.js';
 

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { controlKeys } from '../../src/control/control-keys.js';
-import { RedisHotClientStore } from '../../src/control/hot-clients.js';
-import { LagMonitor } from '../../src/control/lag-monitor.js';
-import { sampleGroupLag } from '../../src/control/lag-sampler.js';
-import { ProducerLimitPublisher } from '../../src/control/producer-limits.js';
 import { RedisControlSource } from '../../src/producer/index.js';
+import { controlKeys } from '../../src/protocol/control-keys.js';
+import { RedisHotClientStore } from '../../src/pushback/hot-clients/monitor.js';
+import { LagMonitor } from '../../src/pushback/lag/monitor.js';
+import { ProducerLimitPublisher } from '../../src/pushback/lag/producer-limits.js';
+import { sampleGroupLag } from '../../src/pushback/lag/sampler.js';
 import { createTopics, kafkaClient, redisClient, uniqueName, waitFor } from '../support/stack.js';
 
 const redis = redisClient();

@@ -1,8 +1,8 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { controlKeys } from '../../src/control/control-keys.js';
 import { Rng } from '../../src/generator/rng.js';
 import type { WorkloadRecord } from '../../src/generator/workload.js';
+import { controlKeys } from '../../src/protocol/control-keys.js';
 import { freePort } from '../support/extra-es-node.js';
 import { libraryProducer } from '../support/library-producer.js';
 import { idOfValue, Pipeline } from '../support/pipeline.js';

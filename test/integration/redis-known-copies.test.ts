@@ -2,11 +2,11 @@ import type { Client } from '@elastic/elasticsearch';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CircuitBreaker, DEFAULT_CIRCUIT_BREAKER } from '../../src/control/circuit-breaker.js';
-import { BreakerCallGate } from '../../src/control/request-gate.js';
-import { IndexEpochs } from '../../src/sinks/elasticsearch-index-epochs.js';
-import { RedisHealth } from '../../src/sinks/redis-health.js';
-import { RedisKnownCopies } from '../../src/sinks/redis-known-copies.js';
+import { CircuitBreaker, DEFAULT_CIRCUIT_BREAKER } from '../../src/pushback/admission/circuit-breaker.js';
+import { BreakerCallGate } from '../../src/pushback/admission/request-gate.js';
+import { IndexEpochs } from '../../src/sinks/elasticsearch/index-epochs.js';
+import { RedisHealth } from '../../src/sinks/redis/health.js';
+import { RedisKnownCopies } from '../../src/sinks/redis/known-copies.js';
 import { type PrivateRedis, startPrivateRedis } from '../support/private-redis.js';
 import { esClient, uniqueName, waitFor } from '../support/stack.js';
 

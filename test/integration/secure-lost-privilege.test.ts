@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createElasticsearch } from '../../src/clients/elasticsearch.js';
 import { mergeUpdates } from '../../src/model/profile-merge.js';
 import { createRetryPolicy } from '../../src/retry/retry-policy.js';
-import { ElasticsearchDocumentStore } from '../../src/sinks/elasticsearch-document-store.js';
+import { ElasticsearchDocumentStore } from '../../src/sinks/elasticsearch/document-store.js';
 import { eventsMapping, profilesMapping } from '../../src/worker/elasticsearch-setup.js';
 import { eventDocuments } from '../support/event-documents.js';
 import { type SecureStack, secureStack } from '../support/secure-stack.js';

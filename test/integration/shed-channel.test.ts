@@ -1,7 +1,7 @@
 import { CommanderError } from 'commander';
 import { afterAll, describe, expect, it } from 'vitest';
 import { shedCommand, unshedCommand } from '../../src/cli/shed-command.js';
-import { ShedDecisionSubscriber } from '../../src/control/shed-channel.js';
+import { ShedDecisionSubscriber } from '../../src/protocol/shed-channel.js';
 import { createTopics, kafkaClient, stackEnv, uniqueName, waitFor } from '../support/stack.js';
 
 const controlTopic = uniqueName('control');

@@ -1,9 +1,9 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config.js';
-import type { BreakerChange } from '../../src/control/circuit-breaker.js';
-import { publishShedDecision } from '../../src/control/shed-channel.js';
-import type { ShedChange } from '../../src/control/shed-controller.js';
-import { WorkerPushback } from '../../src/control/worker-pushback.js';
+import { publishShedDecision } from '../../src/protocol/shed-channel.js';
+import type { BreakerChange } from '../../src/pushback/admission/circuit-breaker.js';
+import type { ShedChange } from '../../src/pushback/shedding/controller.js';
+import { WorkerPushback } from '../../src/pushback/worker-pushback.js';
 import { createTopics, kafkaClient, redisClient, uniqueName, waitFor } from '../support/stack.js';
 
 const redis = redisClient();

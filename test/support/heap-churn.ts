@@ -4,7 +4,7 @@
  * objects are promoted and die in the old generation, as a draining worker's records do.
  * Run it with `node --trace-gc`: the test reads the major GCs from its output.
  */
-import { setHeapGrowth } from '../../src/control/heap-growth.js';
+import { setHeapGrowth } from '../../src/pushback/memory/heap-growth.js';
 
 const percent = Number(process.env.HEAP_GROWTH_PERCENT ?? '0');
 setHeapGrowth(percent);

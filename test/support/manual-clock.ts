@@ -1,4 +1,4 @@
-import type { Clock, TimerHandle } from '../../src/control/clock.js';
+import type { Clock, TimerHandle } from '../../src/pushback/clock.js';
 
 interface Timer {
   readonly at: number;

@@ -1,4 +1,4 @@
-import type { RequestGate, RequestOutcome, RequestPass } from '../../src/sinks/ports.js';
+import type { RequestGate, RequestOutcome, RequestPass } from '../../src/pushback/admission/gates.js';
 
 /**
  * A RequestGate for unit tests: counts passes, records each request's outcome, and can be

@@ -2,8 +2,8 @@ import type { Redis } from 'ioredis';
 import type { Kafka, KafkaConfig } from 'kafkajs';
 import { z } from 'zod';
 import { type KafkaSecurity, loadRedisSecurity, type RedisSecurity } from '../../config/security.js';
-import { DEFAULT_CONTROL_KEY_PREFIX } from '../../control/control-keys.js';
 import { DEFAULT_MAX_MESSAGE_BYTES, type WorkloadOptions } from '../../generator/workload.js';
+import { DEFAULT_CONTROL_KEY_PREFIX } from '../../protocol/control-keys.js';
 
 /** The options as commander hands them over (strings, or true for a bare optional value). */
 export interface RawProduceOptions {

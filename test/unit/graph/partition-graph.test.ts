@@ -13,13 +13,13 @@ import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
 import type { GraphSettings, TriggerRule } from '../../../src/config/config.js';
 import { ingestPartition } from '../../../src/graph/partition-graph.js';
-import { UNCOMMITTED_PER_HIGH_WATER as k } from '../../../src/model/intake-marks.js';
 import type { IngestMessage, RawRecord } from '../../../src/model/message.js';
 import { OffsetTracker } from '../../../src/model/offset-tracker.js';
 import type { OutRecord } from '../../../src/model/out-record.js';
 import type { Done, OutcomeKind } from '../../../src/model/outcome.js';
 import type { Commit } from '../../../src/operators/commit-in-order.js';
 import { type Enrich, identityEnrich } from '../../../src/operators/enrich-in-order.js';
+import { UNCOMMITTED_PER_HIGH_WATER as k } from '../../../src/pushback/intake/marks.js';
 import {
   InMemoryCommitSink,
   InMemoryDocumentStore,

@@ -1,12 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { recordBytes } from '../../../src/model/bytes-in-flight.js';
 import type { ProfileUpdate } from '../../../src/model/message.js';
 import type { Entry } from '../../../src/model/outcome.js';
 import { mergeUpdates } from '../../../src/model/profile-merge.js';
 import {
   contributes,
   decideAt,
-  joinWithin,
   planWrites,
   writesAlone,
   writesNothing,
@@ -71,24 +69,6 @@ describe('writesAlone', () => {
     expect(writesAlone([event])).toBe(false);
     expect(writesAlone([event, deleteEntry(r.tombstone('a'), 'a')])).toBe(true);
     expect(writesAlone([event, decidedEntry(r.tombstone('a'), { kind: 'ignored' })])).toBe(false);
-  });
-});
-
-describe('joinWithin', () => {
-  it('joins while both the entries and the record bytes fit, and not beyond', () => {
-    const r = recordFactory('t', 0);
-    const a = [openEntry(r.event('e1', 'a'))];
-    const b = [openEntry(r.event('e2', 'a'))];
-    const c = [openEntry(r.event('e3', 'a'))];
-    const size = (batch: Entry[]) => batch.reduce((n, e) => n + recordBytes(e.record.key, e.record.value), 0);
-    const byEntries = joinWithin({ entries: 2, bytes: 1 << 20 });
-    const ab = byEntries(a, b);
-    expect(ab).toEqual([...a, ...b]);
-    expect(byEntries(ab!, c)).toBeUndefined();
-    const byBytes = joinWithin({ entries: 10, bytes: size(a) + size(b) });
-    const joined = byBytes(a, b);
-    expect(joined).toEqual([...a, ...b]);
-    expect(byBytes(joined!, c)).toBeUndefined();
   });
 });
 

@@ -1,11 +1,11 @@
 import { delay, map, type Observable, of } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
-import { recordBytes } from '../../../src/model/bytes-in-flight.js';
 import { originKeyOf } from '../../../src/model/message.js';
 import { decide, type Entry } from '../../../src/model/outcome.js';
 import type { MergedUpdate, ProfileDocument } from '../../../src/model/profile-merge.js';
 import { writeDocuments } from '../../../src/operators/write-documents.js';
+import { recordBytes } from '../../../src/pushback/intake/bytes-in-flight.js';
 import type { DocumentStore, EventDocument, EventWrite } from '../../../src/sinks/ports.js';
 import { InMemoryDocumentStore } from '../../support/in-memory-ports.js';
 import { deleteEntry, label, openEntry, recordFactory, TS } from '../../support/records.js';

@@ -1,9 +1,9 @@
 import { pino } from 'pino';
 import { describe, expect, it, vi } from 'vitest';
 import { WorkerMetrics } from '../../../src/metrics/worker-metrics.js';
+import { PartitionPauses } from '../../../src/pushback/intake/partition-pauses.js';
 import { createRetryPolicy } from '../../../src/retry/retry-policy.js';
-import { CommitFailedError, PartitionLostError } from '../../../src/sinks/kafka-transactional-committer.js';
-import { PartitionPauses } from '../../../src/worker/partition-pauses.js';
+import { CommitFailedError, PartitionLostError } from '../../../src/sinks/kafka/transactional-committer.js';
 import { PartitionRegistry } from '../../../src/worker/partition-registry.js';
 import type { PartitionRunner, RunnerEnd } from '../../../src/worker/partition-runner.js';
 import { parsePrometheusText, samples } from '../../support/prometheus-text.js';
