@@ -64,8 +64,6 @@ export interface WorkerPushbackOptions {
   readonly admin: Admin;
   /** The worker's Redis client, or undefined: producer limits and hot clients off. */
   readonly redis?: Redis;
-  /** Records taken in and not finished yet, over every partition (the memory hold waits for them). */
-  readonly inFlight: () => number;
   /** Elasticsearch's liveness check: lets the breaker tell a frozen cluster from a slow one. */
   readonly answersAtAll?: AnswersAtAll;
   /** KAFKA_SESSION_TIMEOUT_MS, for the control topic's consumer too (see ShedSubscriberOptions). */
@@ -97,7 +95,8 @@ export class WorkerPushback {
   private readonly subscriber: ShedDecisionSubscriber;
   private readonly hotSampler: HotClientSampler | undefined;
   private readonly hotMonitor: HotClientMonitor | undefined;
-  private readonly heap: HeapGuard;
+  /** Made at start, with the count of records in flight it reads. */
+  private heap: HeapGuard | undefined;
   private stopWatchingGc: (() => void) | undefined;
   private subscriberStarted = false;
 
@@ -117,12 +116,6 @@ export class WorkerPushback {
       },
     });
     this.gate = new AdmissionGate(this.limiter, this.breaker);
-    this.heap = new HeapGuard(s.heap, {
-      clock: systemClock,
-      read: v8HeapReader(),
-      inFlight: o.inFlight,
-      onChange: (change) => hooks.onHeapChange?.(change),
-    });
     this.redisBreaker = new CircuitBreaker(
       {
         ...s.breaker,
@@ -191,9 +184,10 @@ export class WorkerPushback {
    * Starts everything. Waits (up to `readyTimeoutMs`) until the operators' decisions are
    * read, so that a shed topic is not consumed for a moment at start; the control topic is
    * created when missing. If it cannot be read, the worker goes on without manual decisions
-   * (onError says so) rather than not starting.
+   * (onError says so) rather than not starting. `inFlight` is the count of records taken in
+   * and not finished yet, over every partition: what the memory hold waits for.
    */
-  async start(readyTimeoutMs = 15_000): Promise<void> {
+  async start(inFlight: () => number, readyTimeoutMs = 15_000): Promise<void> {
     const { controlTopic } = this.o.settings.shedding;
     try {
       const warning = await ensureControlTopic(this.o.admin, controlTopic);
@@ -211,12 +205,20 @@ export class WorkerPushback {
     }
     this.lagMonitor.start();
     this.hotMonitor?.start();
-    this.stopWatchingGc ??= onMajorGc(() => this.heap.afterMajorGc());
+    const { settings, hooks } = this.o;
+    this.heap ??= new HeapGuard(settings.heap, {
+      clock: systemClock,
+      read: v8HeapReader(),
+      inFlight,
+      onChange: (change) => hooks?.onHeapChange?.(change),
+    });
+    const heap = this.heap;
+    this.stopWatchingGc ??= onMajorGc(() => heap.afterMajorGc());
   }
 
   async stop(): Promise<void> {
     this.stopWatchingGc?.();
-    this.heap.stop();
+    this.heap?.stop();
     await Promise.allSettled([
       this.lagMonitor.stop(),
       this.hotMonitor?.stop(),

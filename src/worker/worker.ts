@@ -80,12 +80,7 @@ export async function startWorker({
     ? { http }
     : {};
   const close = () => closeClients(clients, running);
-  const { pauses, holds, pushback } = createPushback(config, clients, {
-    metrics,
-    log,
-    // Read only once started, after the partitions below exist.
-    inFlight: () => partitions.unfinished,
-  });
+  const { pauses, holds, pushback } = createPushback(config, clients, { metrics, log });
 
   try {
     await checkAndPrepare(config, clients, log);
@@ -121,7 +116,7 @@ export async function startWorker({
 
   // Before the first fetch: the operators' shed decisions are read first, so that a shed
   // topic is not consumed for a moment at start.
-  await pushback.start();
+  await pushback.start(() => partitions.unfinished);
   running.pushback = pushback;
   await consume(clients.consumer, partitions);
 
@@ -164,7 +159,7 @@ async function serveOperations(
 function createPushback(
   config: Config,
   clients: WorkerClients,
-  o: { metrics: WorkerMetrics; log: Logger; inFlight: () => number },
+  o: { metrics: WorkerMetrics; log: Logger },
 ): { pauses: PartitionPauses; holds: PushbackHolds; pushback: WorkerPushback } {
   const { metrics, log } = o;
   const pauses = new PartitionPauses(
@@ -183,7 +178,6 @@ function createPushback(
     kafka: clients.kafka,
     admin: clients.admin,
     redis: clients.redis,
-    inFlight: o.inFlight,
     sessionTimeoutMs: config.kafka.sessionTimeoutMs,
     answersAtAll: elasticsearchAnswers(clients.esLiveness),
     hooks: pushbackReactions({ metrics, log: log.child({ component: 'pushback' }), holds }),

@@ -55,7 +55,6 @@ describe('WorkerPushback: the mechanisms wired together (real Kafka and Redis)',
       kafka,
       admin,
       redis,
-      inFlight: () => 0,
       hooks: {
         onShedChange: (c) => shedChanges.push(c),
         onBreakerChange: (c) => breakerChanges.push(c),
@@ -68,7 +67,7 @@ describe('WorkerPushback: the mechanisms wired together (real Kafka and Redis)',
       },
     });
     try {
-      await pushback.start();
+      await pushback.start(() => 0);
       expect(limits).toEqual([4]);
 
       // An operator sheds the high-priority topic by hand.
