@@ -19,11 +19,11 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Pipeline } from '../harness/deployment/pipeline.js';
+import { type ExtraEsNode, freePort, startRefusingEsNode } from '../harness/servers/extra-es-node.js';
+import { stackEnv, waitFor } from '../harness/stack.js';
+import { linesStarting, sampleGauge } from '../harness/worker/observation.js';
 import { traffic } from '../test/faults/scenarios/common.js';
-import { type ExtraEsNode, freePort, startRefusingEsNode } from '../test/support/extra-es-node.js';
-import { Pipeline } from '../test/support/pipeline.js';
-import { stackEnv, waitFor } from '../test/support/stack.js';
-import { linesStarting, sampleGauge } from '../test/support/worker-observation.js';
 
 const MESSAGES = 50_000;
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 4));

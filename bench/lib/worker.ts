@@ -2,7 +2,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort } from '../../scripts/lib/free-port.js';
+import { freePort } from '../../harness/ports.js';
 import { coreBusySeconds, cpuSeconds, memoryMb, stackEnv } from './stack.js';
 
 export { freePort };

@@ -4,7 +4,7 @@ import { createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, writeF
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { freePort } from '../lib/free-port.js';
+import { freePort } from '../../harness/ports.js';
 
 export { freePort };
 

@@ -1,7 +1,7 @@
 import { expect } from 'vitest';
+import type { Pipeline } from '../../../harness/deployment/pipeline.js';
+import type { WorkerProcess } from '../../../harness/worker/process.js';
 import { planWorkload, type WorkloadOptions, type WorkloadRecord } from '../../../src/generator/workload.js';
-import type { Pipeline } from '../../support/pipeline.js';
-import type { WorkerProcess } from '../../support/worker-process.js';
 
 /** How big a scenario runs: the short form in `npm test`, the full one in `npm run test:faults`. */
 export interface Size {

@@ -2,12 +2,12 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import type { Producer } from 'kafkajs';
 import { expect } from 'vitest';
+import { Pipeline } from '../../../harness/deployment/pipeline.js';
+import { samples } from '../../../harness/prometheus-text.js';
+import { readCommitted, waitFor } from '../../../harness/stack.js';
+import { logLines, scrape } from '../../../harness/worker/observation.js';
 import type { WorkloadRecord } from '../../../src/generator/workload.js';
-import { Pipeline } from '../../support/pipeline.js';
-import { samples } from '../../support/prometheus-text.js';
-import { readCommitted, waitFor } from '../../support/stack.js';
-import { freePort } from '../../support/tcp-proxy.js';
-import { logLines, scrape } from '../../support/worker-observation.js';
+import { freePort } from '../../support/servers/tcp-proxy.js';
 import { finish, type ScenarioReport, type Size, stopGracefully, traffic } from './common.js';
 
 /**

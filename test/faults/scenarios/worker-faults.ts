@@ -1,7 +1,7 @@
 import { expect } from 'vitest';
-import { Pipeline } from '../../support/pipeline.js';
-import { prng } from '../../support/random.js';
-import type { WorkerProcess } from '../../support/worker-process.js';
+import { Pipeline } from '../../../harness/deployment/pipeline.js';
+import type { WorkerProcess } from '../../../harness/worker/process.js';
+import { prng } from '../../support/data/random.js';
 import { finish, type ScenarioReport, type Size, stopGracefully, traffic, whenCommitted } from './common.js';
 
 /** SIGKILL the worker at `size.kills` random points of the run, starting it again each time. */

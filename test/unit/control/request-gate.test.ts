@@ -4,7 +4,7 @@ import { AdaptiveConcurrencyLimiter } from '../../../src/control/adaptive-concur
 import { CircuitBreaker } from '../../../src/control/circuit-breaker.js';
 import { AdmissionGate } from '../../../src/control/request-gate.js';
 import { bulkOutcome, errorOutcome } from '../../../src/sinks/elasticsearch-request-outcome.js';
-import { ManualClock, settle } from '../../support/manual-clock.js';
+import { ManualClock, settle } from '../../support/fakes/manual-clock.js';
 
 function gate(opts: { limit?: number; slowCallMs?: number } = {}) {
   const clock = new ManualClock();
