@@ -1,11 +1,13 @@
 /** The shipped worker as a child process, its /metrics and its memory, sampled over time. */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { freePort } from '../../harness/ports.js';
-import { coreBusySeconds, cpuSeconds, memoryMb, stackEnv } from './stack.js';
 
-export { freePort };
+import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+
+import { join } from 'node:path';
+
+import { freePort } from '../../harness/ports.js';
+
+import { coreBusySeconds, cpuSeconds, memoryMb, stackEnv } from './stack.js';
 
 export interface WorkerMetricsSample {
   /** ms since the worker was spawned. */

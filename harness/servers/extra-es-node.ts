@@ -1,11 +1,10 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { closeSync, existsSync, openSync } from 'node:fs';
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { freePortFrom } from '../ports.js';
 
 /**
  * A second, throw-away Elasticsearch node for one test file: same distribution as
@@ -60,28 +59,6 @@ function javaHome(): string {
   return found;
 }
 
-async function portIsFree(port: number): Promise<boolean> {
-  const server = createServer();
-  try {
-    server.listen(port, '127.0.0.1');
-    await once(server, 'listening');
-    return true;
-  } catch {
-    return false;
-  } finally {
-    if (server.listening) {
-      server.close();
-      await once(server, 'close');
-    }
-  }
-}
-
-/** The first port from `from` on which nothing listens on 127.0.0.1. */
-export async function freePort(from: number): Promise<number> {
-  for (let p = from; p < from + 100; p++) if (await portIsFree(p)) return p;
-  throw new Error(`extra Elasticsearch node: no free port in ${from}-${from + 99}`);
-}
-
 const groupAlive = (pgid: number): boolean => {
   try {
     process.kill(-pgid, 0);
@@ -102,7 +79,7 @@ export async function startExtraEsNode(options: ExtraEsNodeOptions = {}): Promis
     throw new Error(`extra Elasticsearch node: ${esHome} is missing; run \`npm run stack:up\` once first`);
   }
   const jh = javaHome();
-  const port = await freePort(options.httpPort ?? 9210);
+  const port = await freePortFrom(options.httpPort ?? 9210);
   // Outside /root and owned by the stack user when root (the user cannot enter /root).
   const base = isRoot ? '/var/lib/rxingest' : tmpdir();
   await mkdir(base, { recursive: true });

@@ -1,4 +1,5 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+
 import {
   closeSync,
   existsSync,
@@ -9,11 +10,14 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
+
 import { homedir, tmpdir } from 'node:os';
+
 import { join } from 'node:path';
+
 import type { Admin } from 'kafkajs';
+import { freePortFrom } from '../ports.js';
 import { waitFor } from '../stack.js';
-import { freePort } from './extra-es-node.js';
 
 /**
  * A throw-away 3-node KRaft cluster for one test file or benchmark, from the same jars and
@@ -63,8 +67,8 @@ export async function startPrivateKafkaCluster({
   const ports: { broker: number; controller: number }[] = [];
   let next = 9292;
   for (let i = 0; i < SIZE; i++) {
-    const broker = await freePort(next);
-    const controller = await freePort(broker + 1);
+    const broker = await freePortFrom(next);
+    const controller = await freePortFrom(broker + 1);
     ports.push({ broker, controller });
     next = controller + 1;
   }

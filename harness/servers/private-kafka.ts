@@ -1,9 +1,12 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+
 import { homedir, tmpdir } from 'node:os';
+
 import { join } from 'node:path';
+import { freePortFrom } from '../ports.js';
 import { waitFor } from '../stack.js';
-import { freePort } from './extra-es-node.js';
 
 /**
  * A throw-away single-node KRaft Kafka for one test file, from the same jars and template
@@ -37,8 +40,8 @@ export function kafkaLibs(who = 'private Kafka'): string {
 
 export async function startPrivateKafka(): Promise<PrivateKafka> {
   const libs = kafkaLibs();
-  const port = await freePort(9192);
-  const controller = await freePort(port + 1);
+  const port = await freePortFrom(9192);
+  const controller = await freePortFrom(port + 1);
   const dir = mkdtempSync(join(tmpdir(), 'rxingest-kafka-'));
   const cfg = join(dir, 'server.properties');
   const log = join(dir, 'kafka.log');

@@ -11,13 +11,19 @@
  * Prometheus's config, TSDB and log and the page go to .stack/dashboard/ (not committed).
  */
 import { spawn, spawnSync } from 'node:child_process';
+
 import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+
 import { cpus, loadavg } from 'node:os';
+
 import { dirname, join, resolve } from 'node:path';
+
 import { fileURLToPath } from 'node:url';
+
 import { parseArgs } from 'node:util';
+import { freePort } from '../../harness/ports.js';
 import { ensurePrometheus } from '../prometheus/debian-package.js';
-import { freePort, PrometheusServer } from '../prometheus/server.js';
+import { PrometheusServer } from '../prometheus/server.js';
 import { type GrafanaDashboard, grafanaQueries } from './grafana-queries.js';
 import { panelData } from './panel-data.js';
 import { renderPage } from './render-page.js';

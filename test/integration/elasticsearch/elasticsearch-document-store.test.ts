@@ -1,7 +1,10 @@
 import { Client } from '@elastic/elasticsearch';
+
 import { pino } from 'pino';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ExtraEsNode, freePort, startExtraEsNode } from '../../../harness/servers/extra-es-node.js';
+import { freePortFrom } from '../../../harness/ports.js';
+import { type ExtraEsNode, startExtraEsNode } from '../../../harness/servers/extra-es-node.js';
 import { esClient, stackEnv, uniqueName, waitFor } from '../../../harness/stack.js';
 import type { ProfileUpdate } from '../../../src/model/message.js';
 import { type MergedUpdate, mergeUpdates, type ProfileDocument } from '../../../src/model/profile-merge.js';
@@ -804,7 +807,7 @@ describe('ElasticsearchDocumentStore retries against a second node under pressur
   let earlyStore: ElasticsearchDocumentStore;
 
   beforeAll(async () => {
-    const port = await freePort(9210);
+    const port = await freePortFrom(9210);
     earlyClient = new Client({ node: `http://127.0.0.1:${port}`, requestTimeout: 10_000 });
     earlyStore = new ElasticsearchDocumentStore(
       earlyClient,

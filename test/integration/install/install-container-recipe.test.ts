@@ -1,4 +1,5 @@
 import { execFile, execFileSync } from 'node:child_process';
+
 import {
   chmodSync,
   chownSync,
@@ -9,10 +10,15 @@ import {
   readFileSync,
   rmSync,
 } from 'node:fs';
+
 import { tmpdir } from 'node:os';
+
 import { join } from 'node:path';
+
 import { promisify } from 'node:util';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../../harness/ports.js';
 import { spawnWorker, type WorkerProcess } from '../../../harness/worker/process.js';
 import {
   buildContext,
@@ -28,7 +34,6 @@ import {
   started,
   stopWithSigterm,
 } from '../../support/deployments/installed-worker.js';
-import { freePort } from '../../support/servers/tcp-proxy.js';
 
 /**
  * The container image, without a Docker engine (none runs here): the build context that

@@ -1,6 +1,9 @@
 import { readFileSync } from 'node:fs';
+
 import { join } from 'node:path';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../../harness/ports.js';
 import {
   type ParsedText,
   parsePrometheusText,
@@ -14,7 +17,7 @@ import { runProducer } from '../../../src/generator/produce.js';
 import { planWorkload } from '../../../src/generator/workload.js';
 import { CONTRACT_METRICS } from '../../support/metrics/contract-metrics.js';
 import { KafkaProxy } from '../../support/servers/kafka-proxy.js';
-import { freePort, TcpProxy } from '../../support/servers/tcp-proxy.js';
+import { TcpProxy } from '../../support/servers/tcp-proxy.js';
 
 /**
  * The worker's HTTP server against the real Kafka, Elasticsearch and Redis:

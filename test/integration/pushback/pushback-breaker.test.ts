@@ -1,12 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { Pipeline } from '../../../harness/deployment/pipeline.js';
+
 import { committedOn, eventsOnly, idsOf, indexedByTopic } from '../../../harness/deployment/topic-checks.js';
+import { traffic } from '../../../harness/deployment/traffic.js';
+import { freePortFrom } from '../../../harness/ports.js';
 import { samples, sampleValue, sumOf } from '../../../harness/prometheus-text.js';
-import { type ExtraEsNode, freePort, startExtraEsNode } from '../../../harness/servers/extra-es-node.js';
+import { type ExtraEsNode, startExtraEsNode } from '../../../harness/servers/extra-es-node.js';
 import { createTopicsWithLeaders, stackEnv, waitFor } from '../../../harness/stack.js';
 import { linesStarting, rssMb, scrape } from '../../../harness/worker/observation.js';
 import type { WorkerProcess } from '../../../harness/worker/process.js';
-import { traffic } from '../../faults/scenarios/common.js';
 import { HttpFaultProxy } from '../../support/servers/http-fault-proxy.js';
 
 const MESSAGES = 20_000;
@@ -57,7 +60,7 @@ async function throughProxy(
     asShipped: true,
   });
   try {
-    const port = await freePort(9520);
+    const port = await freePortFrom(9520);
     const w = q.spawn('w', q.controlEnv(port));
     const producing = q.produce(traffic(seed, count, { ratePerSec: 1_000 }));
     await q.waitCommitted(1_500, 120_000);
@@ -81,7 +84,7 @@ describe('the Elasticsearch circuit breaker in a running worker', () => {
   it('at the shipped defaults, a frozen Elasticsearch opens it within 5 s (one line, the metric at 2, every partition paused, the low topic shed) and it closes within 10 s of SIGCONT, everything indexed once', async () => {
     const low = `${p.names.group}.low`;
     await createTopicsWithLeaders(p.admin, [{ topic: low, numPartitions: 2 }]);
-    const port = await freePort(9480);
+    const port = await freePortFrom(9480);
     const w = p.spawn('w', {
       ...p.controlEnv(port),
       INGEST_TOPICS: `${p.names.topic},${low}`,
@@ -203,7 +206,7 @@ describe('the Elasticsearch circuit breaker in a running worker', () => {
     const control = `${q.names.group}.control`;
     try {
       await q.admin.createTopics({ waitForLeaders: true, topics: [{ topic: low, numPartitions: 4 }] });
-      const port = await freePort(9500);
+      const port = await freePortFrom(9500);
       const w = q.spawn('w', {
         INGEST_TOPICS: `${high},${low}`,
         TOPIC_PRIORITIES: `${high}:high,${low}:low`,

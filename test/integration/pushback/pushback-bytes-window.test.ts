@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { Pipeline } from '../../../harness/deployment/pipeline.js';
-import { freePort } from '../../../harness/servers/extra-es-node.js';
+import { freePortFrom } from '../../../harness/ports.js';
 import { stackEnv, waitFor } from '../../../harness/stack.js';
 import { sampleGauge, scrape } from '../../../harness/worker/observation.js';
 import { whileRunning } from '../../../harness/worker/process.js';
@@ -64,7 +66,7 @@ describe('the in-flight window in bytes (HIGH_WATER_BYTES)', () => {
     // Everything is in the topic before the worker starts, so fetching could run far ahead of
     // Elasticsearch: only the byte window holds it back.
     await p.produce(largeEvents());
-    const port = await freePort(9530);
+    const port = await freePortFrom(9530);
     // HIGH_WATER_BYTES, HIGH_WATER and the fetch and batch sizes at their defaults.
     const w = p.spawn('w', p.controlEnv(port));
     await whileRunning(

@@ -1,11 +1,14 @@
 import { Client } from '@elastic/elasticsearch';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { Pipeline } from '../../../harness/deployment/pipeline.js';
+import { traffic } from '../../../harness/deployment/traffic.js';
+import { freePortFrom } from '../../../harness/ports.js';
 import { sumOf } from '../../../harness/prometheus-text.js';
-import { type ExtraEsNode, freePort, startRefusingEsNode } from '../../../harness/servers/extra-es-node.js';
+import { type ExtraEsNode, startRefusingEsNode } from '../../../harness/servers/extra-es-node.js';
 import { stackEnv, waitFor } from '../../../harness/stack.js';
 import { linesStarting, sampleGauge, scrape } from '../../../harness/worker/observation.js';
-import { traffic } from '../../faults/scenarios/common.js';
 
 const MESSAGES = 10_000;
 /** ES_CONCURRENCY_INITIAL's default. */
@@ -42,7 +45,7 @@ async function rejections(): Promise<number> {
 
 describe('adaptive concurrency in a running worker', () => {
   it('at the shipped ES_CONCURRENCY_* settings, lowers the limit on item-level 429s inside 200 answers, never opens the breaker, and loses nothing', async () => {
-    const port = await freePort(9510);
+    const port = await freePortFrom(9510);
     // Every ES_CONCURRENCY_* setting at its default (4 at start, 1…32, ×0.9, 2.5σ).
     const w = p.spawn('w', p.controlEnv(port));
     await waitFor('the worker to serve /metrics', () => scrape(port), { timeoutMs: 90_000 });

@@ -1,12 +1,15 @@
 import { randomUUID } from 'node:crypto';
+
 import { readFileSync } from 'node:fs';
+
 import type { Admin, Kafka } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../../harness/ports.js';
 import { parsePrometheusText, sumOf } from '../../../harness/prometheus-text.js';
 import { esClient, kafkaClient, stackEnv, waitFor } from '../../../harness/stack.js';
 import { atShippedDefaults, logTail, spawnWorker, whileRunning } from '../../../harness/worker/process.js';
 import { caughtUp, pipeline } from '../../support/deployments/tool-deployment.js';
-import { freePort, TcpProxy } from '../../support/servers/tcp-proxy.js';
+import { TcpProxy } from '../../support/servers/tcp-proxy.js';
 
 /**
  * Memory push-back against the real stack: a worker whose V8 heap is capped far below what

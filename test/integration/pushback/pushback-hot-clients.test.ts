@@ -1,8 +1,10 @@
 import { Redis } from 'ioredis';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { idOfValue, Pipeline } from '../../../harness/deployment/pipeline.js';
+import { freePortFrom } from '../../../harness/ports.js';
 import { sampleValue } from '../../../harness/prometheus-text.js';
-import { freePort } from '../../../harness/servers/extra-es-node.js';
 import { readCommitted, stackEnv, waitFor } from '../../../harness/stack.js';
 import { linesStarting, scrape } from '../../../harness/worker/observation.js';
 import { controlKeys } from '../../../src/control/control-keys.js';
@@ -99,7 +101,7 @@ function load(partitions: number[]) {
 
 describe('hot clients through a real worker and the producer library', () => {
   it('at the shipped HOT_CLIENT_* settings, a client at 1,500 msg/s is marked hot, spread over partitions, the load evens out, and its profile and events stay exact', async () => {
-    const port = await freePort(9560);
+    const port = await freePortFrom(9560);
     const prefix = `${p.env.REDIS_KEY_PREFIX}control:`;
     // Every HOT_CLIENT_* setting at its default: enter 1,000 msg/s, leave 500, spread 4,
     // sketch 128, interval 10 s; the producers read the hot set at the library's own pace.

@@ -1,11 +1,17 @@
 import { execFile } from 'node:child_process';
+
 import { randomUUID } from 'node:crypto';
+
 import { setTimeout as sleep } from 'node:timers/promises';
+
 import { promisify } from 'node:util';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { Pipeline, searchAll } from '../../../harness/deployment/pipeline.js';
+import { freePortFrom } from '../../../harness/ports.js';
 import { sumOf } from '../../../harness/prometheus-text.js';
-import { type ExtraEsNode, freePort, startRefusingEsNode } from '../../../harness/servers/extra-es-node.js';
+import { type ExtraEsNode, startRefusingEsNode } from '../../../harness/servers/extra-es-node.js';
 import { redisClient, stackEnv, waitFor } from '../../../harness/stack.js';
 import { linesStarting, scrape } from '../../../harness/worker/observation.js';
 import { libraryProducer } from '../../support/deployments/library-producer.js';
@@ -38,7 +44,7 @@ afterAll(async () => {
 
 describe('tier 2: lag to producers, with a real worker and rxingest produce', () => {
   it('a slowed worker publishes a limit, the producer slows down to it, lag stops growing, nothing is lost', async () => {
-    const port = await freePort(9530);
+    const port = await freePortFrom(9530);
     const prefix = `${p.env.REDIS_KEY_PREFIX}control:`;
     const w = p.spawn('w', {
       ...p.controlEnv(port),
@@ -171,7 +177,7 @@ describe('tier 2 at the shipped settings', () => {
     const lag: { at: number; lag: number }[] = [];
     let sampling: NodeJS.Timeout | undefined;
     try {
-      const port = await freePort(9535);
+      const port = await freePortFrom(9535);
       const w = q.spawn('w', q.controlEnv(port));
       await waitFor('the partition assigned', () => linesStarting(w, 'partition assigned').length > 0, {
         timeoutMs: 90_000,

@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { Pipeline } from '../../../harness/deployment/pipeline.js';
+import { traffic } from '../../../harness/deployment/traffic.js';
+import { freePortFrom } from '../../../harness/ports.js';
 import { type ParsedText, samples, sampleValue } from '../../../harness/prometheus-text.js';
-import { freePort } from '../../../harness/servers/extra-es-node.js';
 import { stackEnv, waitFor } from '../../../harness/stack.js';
 import { linesStarting, scrape } from '../../../harness/worker/observation.js';
-import { traffic } from '../../faults/scenarios/common.js';
 import { type PrivateRedis, startPrivateRedis } from '../../support/servers/private-redis.js';
 
 const MESSAGES = 12_000;
@@ -36,7 +37,7 @@ const breakerState = async (port: number) =>
 
 describe('the Redis circuit breaker in a running worker', () => {
   it('opens within seconds of a SIGSTOP, ingestion goes on with every guarantee, and it closes after SIGCONT', async () => {
-    const port = await freePort(9590);
+    const port = await freePortFrom(9590);
     const w = p.spawn('w', {
       ...p.controlEnv(port),
       BREAKER_OPEN_MS: '1000',

@@ -1,10 +1,14 @@
 import { execFile } from 'node:child_process';
+
 import { promisify } from 'node:util';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { Pipeline } from '../../../harness/deployment/pipeline.js';
+
 import { committedOn, eventsOnly, idsOf, indexedByTopic } from '../../../harness/deployment/topic-checks.js';
+import { freePortFrom } from '../../../harness/ports.js';
 import { sampleValue, sumOf } from '../../../harness/prometheus-text.js';
-import { freePort } from '../../../harness/servers/extra-es-node.js';
 import { waitFor } from '../../../harness/stack.js';
 import { linesStarting, scrape } from '../../../harness/worker/observation.js';
 
@@ -37,7 +41,7 @@ const indexed = () => indexedByTopic(p.es, p.names.events);
 describe('priority shedding in a running worker', () => {
   it('rxingest shed keeps a topic in Kafka while the other is consumed; after unshed it catches up with nothing lost', async () => {
     const high = p.names.topic;
-    const port = await freePort(9490);
+    const port = await freePortFrom(9490);
     const env = {
       ...p.env,
       INGEST_TOPICS: `${high},${low}`,
@@ -148,7 +152,7 @@ describe('priority shedding in a running worker', () => {
       const lowRecords = eventsOnly(94, 2_000, 1_000_000);
       await Promise.all([q.produce(backlog), q.produce(lowRecords, lowTopic)]);
       const high = q.names.topic;
-      const port = await freePort(9495);
+      const port = await freePortFrom(9495);
       const w = q.spawn('w', {
         ...q.controlEnv(port),
         INGEST_TOPICS: `${high},${lowTopic}`,

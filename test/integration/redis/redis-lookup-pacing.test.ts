@@ -1,8 +1,11 @@
 import { randomUUID } from 'node:crypto';
+
 import { setTimeout as sleep } from 'node:timers/promises';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { Pipeline } from '../../../harness/deployment/pipeline.js';
-import { freePort } from '../../../harness/servers/extra-es-node.js';
+import { freePortFrom } from '../../../harness/ports.js';
 import { scrapedSum } from '../../../harness/worker/observation.js';
 import { type WorkerProcess, whileRunning } from '../../../harness/worker/process.js';
 import type { WorkloadRecord } from '../../../src/generator/workload.js';
@@ -48,7 +51,7 @@ describe('a real worker paces its Redis lookups while they find no copy', () => 
   });
 
   it('asks about fewer batches than it writes on new events, asks again after the longest wait and finds the copies there, each event and trigger once', async () => {
-    port = await freePort(9580);
+    port = await freePortFrom(9580);
     worker = p.spawn('w', {
       ...p.controlEnv(port),
       REDIS_LOOKUP_BACKOFF_MS: String(BACKOFF_MS),

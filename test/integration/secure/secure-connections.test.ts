@@ -1,9 +1,13 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+
 import { tmpdir } from 'node:os';
+
 import { join } from 'node:path';
+
 import { logLevel } from 'kafkajs';
+
 import { beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../../harness/servers/extra-es-node.js';
+import { freePortFrom } from '../../../harness/ports.js';
 import { uniqueName } from '../../../harness/stack.js';
 import { checkElasticsearch, createElasticsearch } from '../../../src/clients/elasticsearch.js';
 import { checkKafka, createKafka, type KafkaConnection } from '../../../src/clients/kafka.js';
@@ -173,7 +177,7 @@ describe('secured connections', () => {
     });
 
     it('an unreachable broker is not a misconfiguration: the check returns', async () => {
-      const port = await freePort(19600);
+      const port = await freePortFrom(19600);
       await expect(
         checkOf({ ...sasl('scram-sha-512'), brokers: [`127.0.0.1:${port}`] }),
       ).resolves.toBeUndefined();
@@ -281,7 +285,7 @@ describe('secured connections', () => {
     });
 
     it('the probe: down (nothing listens) is "unavailable", not an error', async () => {
-      const port = await freePort(16500);
+      const port = await freePortFrom(16500);
       const probe = await probeRedis({
         url: `rediss://:${s.redis.password}@127.0.0.1:${port}`,
         caCert: s.certs.ca,

@@ -1,11 +1,16 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+
 import { tmpdir } from 'node:os';
+
 import { join } from 'node:path';
+
 import type { Client } from '@elastic/elasticsearch';
 import { type Admin, logLevel } from 'kafkajs';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { expectedState } from '../../../harness/deployment/expected-state.js';
-import { freePort } from '../../../harness/servers/extra-es-node.js';
+import { freePortFrom } from '../../../harness/ports.js';
 import { readCommitted, uniqueName, waitFor } from '../../../harness/stack.js';
 import { spawnWorker } from '../../../harness/worker/process.js';
 import { parseProduceOptions } from '../../../src/cli/produce-command.js';
@@ -115,7 +120,7 @@ describe('the worker against the secured stack', () => {
     });
     const rulesFile = join(tmpdir(), `${name}-rules.json`);
     writeFileSync(rulesFile, JSON.stringify(RULES));
-    const metricsPort = await freePort(19700);
+    const metricsPort = await freePortFrom(19700);
     const env = envWith({
       INGEST_TOPICS: names.topic,
       INGEST_GROUP: names.group,
@@ -538,7 +543,7 @@ describe('the worker against the secured stack', () => {
 
   it('an unreachable Redis named with a password in REDIS_URL does not print the password', async () => {
     // Redis only saves work: the worker starts without it, saying so, and never shows the password.
-    const port = await freePort(16600);
+    const port = await freePortFrom(16600);
     const r = await runCliUntil(
       ['worker'],
       envWith({

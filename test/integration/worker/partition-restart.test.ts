@@ -1,10 +1,10 @@
 import type { Producer } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Pipeline } from '../../../harness/deployment/pipeline.js';
+import { traffic } from '../../../harness/deployment/traffic.js';
 import { waitFor } from '../../../harness/stack.js';
 import { linesStarting } from '../../../harness/worker/observation.js';
 import { TransactionalCommitter } from '../../../src/sinks/kafka-transactional-committer.js';
-import { traffic } from '../../faults/scenarios/common.js';
 
 const MESSAGES = 600;
 

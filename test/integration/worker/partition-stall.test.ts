@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { Pipeline } from '../../../harness/deployment/pipeline.js';
+
 import { eventsOnly } from '../../../harness/deployment/topic-checks.js';
+import { freePortFrom } from '../../../harness/ports.js';
 import { sampleValue } from '../../../harness/prometheus-text.js';
-import { freePort } from '../../../harness/servers/extra-es-node.js';
 import { waitFor } from '../../../harness/stack.js';
 import { linesStarting, scrape } from '../../../harness/worker/observation.js';
 
@@ -27,7 +29,7 @@ const blockWrites = (on: boolean) =>
 
 describe('the stall warning at the shipped STALL_TIMEOUT_MS', () => {
   it('a partition with lag and no commit is reported once, about 120 s after its last progress, and once when it moves again', async () => {
-    const port = await freePort(9570);
+    const port = await freePortFrom(9570);
     const w = p.spawn('w', p.controlEnv(port));
     const labels = { topic: p.names.topic, partition: '0' };
     await p.produce(eventsOnly(61, 200, 1_000_000));

@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
+
 import type { Client } from '@elastic/elasticsearch';
 import type { Admin, Kafka } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../../harness/ports.js';
 import { parsePrometheusText, sumOf } from '../../../harness/prometheus-text.js';
 import { esClient, kafkaClient, readCommitted, waitFor } from '../../../harness/stack.js';
 import { spawnWorker } from '../../../harness/worker/process.js';
 import { caughtUp, pipeline, runCli } from '../../support/deployments/tool-deployment.js';
-import { freePort } from '../../support/servers/tcp-proxy.js';
 
 /**
  * TOMBSTONES through the real worker, one deployment per mode: a record with a null value

@@ -1,14 +1,15 @@
 import { randomUUID } from 'node:crypto';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { Pipeline } from '../../../harness/deployment/pipeline.js';
+import { freePortFrom, freePort as unusedPort } from '../../../harness/ports.js';
 import { sumOf } from '../../../harness/prometheus-text.js';
-import { freePort } from '../../../harness/servers/extra-es-node.js';
 import { readCommitted, waitFor } from '../../../harness/stack.js';
 import { linesStarting, scrape } from '../../../harness/worker/observation.js';
 import { type WorkerProcess, whileRunning } from '../../../harness/worker/process.js';
 import type { WorkloadRecord } from '../../../src/generator/workload.js';
 import { runCli } from '../../support/deployments/tool-deployment.js';
-import { freePort as unusedPort } from '../../support/servers/tcp-proxy.js';
 
 /**
  * EVENTS_INDEX with a date pattern through a real worker (contract, "Output: Elasticsearch"):
@@ -63,7 +64,7 @@ describe.each([
   });
 
   it('installs the template at start, puts each event in the index of its own UTC ts, indexes a later copy once with one trigger, and reconcile finds nothing missing', async () => {
-    port = await freePort(9580);
+    port = await freePortFrom(9580);
     worker = p.spawn('w', { ...env, ...p.controlEnv(port) });
     await whileRunning(
       worker,

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import type { ValidMessage } from '../../../harness/deployment/expected-state.js';
 import { Pipeline } from '../../../harness/deployment/pipeline.js';
-import { freePort } from '../../../harness/servers/extra-es-node.js';
+import { freePortFrom } from '../../../harness/ports.js';
 import { readCommitted, waitFor } from '../../../harness/stack.js';
 import { scrapedSum } from '../../../harness/worker/observation.js';
 import { type WorkerProcess, whileRunning } from '../../../harness/worker/process.js';
@@ -79,7 +81,7 @@ describe('a real worker: what Elasticsearch refuses', () => {
     ];
     const refusedIds = new Set(['abc', 'free', 'five', 'none'].map((a) => idWithAmount(phase1, a)));
     await p.produce(phase1);
-    port = await freePort(9560);
+    port = await freePortFrom(9560);
     worker = p.spawn('w', {
       ...p.controlEnv(port),
       // Quick to probe again after the block, so that the test stays short.

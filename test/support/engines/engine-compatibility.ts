@@ -1,15 +1,19 @@
 import { randomUUID } from 'node:crypto';
+
 import { readFileSync } from 'node:fs';
+
 import type { Client } from '@elastic/elasticsearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { Pipeline } from '../../../harness/deployment/pipeline.js';
-import { freePort } from '../../../harness/servers/extra-es-node.js';
+import { traffic } from '../../../harness/deployment/traffic.js';
+import { freePortFrom } from '../../../harness/ports.js';
 import { kafkaClient, stackEnv, waitFor } from '../../../harness/stack.js';
 import { scrapedSum } from '../../../harness/worker/observation.js';
 import { createElasticsearch } from '../../../src/clients/elasticsearch.js';
 import { engineLabel } from '../../../src/clients/search-engine.js';
 import { planWorkload, type WorkloadRecord } from '../../../src/generator/workload.js';
-import { finish, type Size, stopGracefully, traffic } from '../../faults/scenarios/common.js';
+import { finish, type Size, stopGracefully } from '../../faults/scenarios/common.js';
 import { eventsIndexDeleted } from '../../faults/scenarios/operator-faults.js';
 import {
   runCli,
@@ -170,7 +174,7 @@ export function engineCompatibility(spec: EngineSpec): void {
         partitions: 4,
         servers: servers(),
       });
-      const port = await freePort(19600);
+      const port = await freePortFrom(19600);
       try {
         const w = p.spawn('w', { ...p.controlEnv(port), ES_REQUEST_TIMEOUT_MS: '5000' });
         await waitFor('the worker to start', () => /"msg":"worker started"/.test(readLog(w.logFile)), {

@@ -1,9 +1,13 @@
 import { execFile } from 'node:child_process';
+
 import { readFileSync } from 'node:fs';
+
 import { tmpdir } from 'node:os';
+
 import { join } from 'node:path';
+
 import { promisify } from 'node:util';
-import { freePort } from '../../../harness/servers/extra-es-node.js';
+import { freePortFrom } from '../../../harness/ports.js';
 import type { SearchEngine } from '../../../src/clients/search-engine.js';
 
 const run = promisify(execFile);
@@ -52,7 +56,7 @@ async function processTree(root: number): Promise<number[]> {
  * that engine (`down elasticsearch` in its state folder).
  */
 export async function startEngine(spec: EngineSpec): Promise<EngineServer> {
-  const port = await freePort(spec.port);
+  const port = await freePortFrom(spec.port);
   const stateDir = join(tmpdir(), `rxingest-engine-${port}`);
   const env = {
     ...process.env,

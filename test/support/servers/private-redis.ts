@@ -1,10 +1,15 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+
 import { once } from 'node:events';
+
 import { mkdtempSync, rmSync } from 'node:fs';
+
 import { tmpdir } from 'node:os';
+
 import { join } from 'node:path';
+
 import { Redis } from 'ioredis';
-import { freePort } from '../../../harness/servers/extra-es-node.js';
+import { freePortFrom } from '../../../harness/ports.js';
 import { waitFor } from '../../../harness/stack.js';
 
 /**
@@ -31,7 +36,7 @@ export interface PrivateRedis {
 export async function startPrivateRedis(
   options: { port?: number; args?: string[] } = {},
 ): Promise<PrivateRedis> {
-  const port = options.port ?? (await freePort(6390));
+  const port = options.port ?? (await freePortFrom(6390));
   const dir = mkdtempSync(join(tmpdir(), 'rxingest-redis-'));
   let child: ChildProcess | undefined;
   const url = `redis://127.0.0.1:${port}`;

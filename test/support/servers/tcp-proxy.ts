@@ -1,9 +1,6 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
+
 import type { Duplex } from 'node:stream';
-
-import { freePort } from '../../../harness/ports.js';
-
-export { freePort };
 
 /**
  * What a protocol-aware proxy does to one connection's bytes: it sees what the client sends
