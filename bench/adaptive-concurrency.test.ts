@@ -17,11 +17,8 @@
  * `fixed-8,adaptive`) runs a subset.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
-
 import { join } from 'node:path';
-
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-
 import { Pipeline } from '../harness/deployment/pipeline.js';
 import { traffic } from '../harness/deployment/traffic.js';
 import { freePortFrom } from '../harness/ports.js';

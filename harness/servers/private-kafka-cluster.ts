@@ -1,5 +1,4 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-
 import {
   closeSync,
   existsSync,
@@ -10,11 +9,8 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-
 import { homedir, tmpdir } from 'node:os';
-
 import { join } from 'node:path';
-
 import type { Admin } from 'kafkajs';
 import { freePortFrom } from '../ports.js';
 import { waitFor } from '../stack.js';

@@ -1,9 +1,6 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-
 import { homedir, tmpdir } from 'node:os';
-
 import { join } from 'node:path';
 import { freePortFrom } from '../ports.js';
 import { waitFor } from '../stack.js';

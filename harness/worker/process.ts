@@ -1,9 +1,13 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stackEnv } from '../stack.js';
+import { shippedEnv, shippedNodeFlags } from './shipped-launch.js';
 
-/** A real worker process (`rxingest worker` through tsx, no build step, unless asked), its log in .stack/logs. */
+/**
+ * A real worker process (`rxingest worker` through tsx, no build step, unless asked), its log in
+ * .stack/logs: the one way the tests, the benchmarks and the scripts start one.
+ */
 export interface WorkerProcess {
   readonly child: ChildProcess;
   readonly logFile: string;
@@ -54,13 +58,25 @@ export function atShippedDefaults(env: Readonly<Record<string, string>>): Record
 
 export interface SpawnWorkerOptions {
   /**
+   * `tsx` (default): `node --import tsx src/cli/main.ts`, no build step. `shipped`: node with
+   * the flags and environment `npm start` gives it, on `dist/cli/main.js` when built (else tsx).
    * `npm-start`: the way the README runs it, `npm start` (its prestart builds dist/, then the
    * script execs `node dist/cli/main.js worker`); `child` is then the npm process.
    */
-  readonly via?: 'tsx' | 'npm-start';
+  readonly via?: 'tsx' | 'shipped' | 'npm-start';
+  /** node flags before the entry (`tsx` and `shipped`): profiles, probes, a heap limit. */
+  readonly nodeFlags?: readonly string[];
+  /** The entry for `shipped`, in place of `dist/cli/main.js` (or tsx when dist/ is not built). */
+  readonly entry?: readonly string[];
+  /** The command and its options, `worker` by default (e.g. `['demo', '--rate', '2000']`). */
+  readonly command?: readonly string[];
+  /** Where the log `<name>.log` goes: this process's .stack/logs by default. */
+  readonly logDir?: string;
+  /** Also copy the process's output to this process's own (a script a person watches). */
+  readonly echo?: boolean;
   /** Variables taken out of the environment, to run on their defaults (HTTP_PORT included). */
   readonly unset?: readonly string[];
-  /** Where npm start runs (an installed copy, not this checkout); the current directory by default. */
+  /** Where it runs (an installed copy, the repository's root); the current directory by default. */
   readonly cwd?: string;
   /**
    * Another way in, as an installed copy starts it: this command, in this directory, as this
@@ -79,33 +95,56 @@ export interface WorkerLaunch {
   readonly cleanEnv?: boolean;
 }
 
+/** The command line of a worker started `via`, with `nodeFlags` and `command` (see SpawnWorkerOptions). */
+function commandLine(o: SpawnWorkerOptions, cwd: string): [string, string[], Record<string, string>] {
+  const command = o.command ?? ['worker'];
+  const flags = o.nodeFlags ?? [];
+  if (o.launch) return [o.launch.command, [...o.launch.args], {}];
+  switch (o.via ?? 'tsx') {
+    case 'npm-start':
+      return ['npm', ['start'], {}];
+    case 'shipped': {
+      const entry =
+        o.entry ??
+        (existsSync(join(cwd, 'dist/cli/main.js'))
+          ? ['dist/cli/main.js']
+          : ['--import', 'tsx', 'src/cli/main.ts']);
+      return [process.execPath, [...shippedNodeFlags(), ...flags, ...entry, ...command], shippedEnv()];
+    }
+    case 'tsx':
+      return [process.execPath, [...flags, '--import', 'tsx', 'src/cli/main.ts', ...command], {}];
+  }
+}
+
 export function spawnWorker(
   env: Record<string, string>,
   name: string,
-  { via = 'tsx', unset = [], cwd, launch }: SpawnWorkerOptions = {},
+  options: SpawnWorkerOptions = {},
 ): WorkerProcess {
-  const dir = join(process.cwd(), '.stack', 'logs');
+  const { unset = [], launch } = options;
+  const cwd = launch?.cwd ?? options.cwd ?? process.cwd();
+  const dir = options.logDir ?? join(process.cwd(), '.stack', 'logs');
   mkdirSync(dir, { recursive: true });
   const logFile = join(dir, `${name}.log`);
   const log = createWriteStream(logFile, { flags: 'a' });
+  const [command, args, shipped] = commandLine(options, cwd);
   // HTTP off unless a test asks for it: the default port would clash between workers.
   const base: NodeJS.ProcessEnv = launch?.cleanEnv ? { PATH: process.env.PATH } : process.env;
-  const childEnv: NodeJS.ProcessEnv = { ...base, LOG_LEVEL: 'info', HTTP_PORT: '0', ...env };
+  const childEnv: NodeJS.ProcessEnv = { ...base, ...shipped, LOG_LEVEL: 'info', HTTP_PORT: '0', ...env };
   for (const v of unset) delete childEnv[v];
-  const [command, args] = launch
-    ? [launch.command, [...launch.args]]
-    : via === 'npm-start'
-      ? ['npm', ['start']]
-      : [process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'worker']];
   const child = spawn(command, args, {
     env: childEnv,
-    cwd: launch?.cwd ?? cwd,
+    cwd,
     uid: launch?.uid,
     gid: launch?.gid,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout?.pipe(log);
   child.stderr?.pipe(log);
+  if (options.echo) {
+    child.stdout?.pipe(process.stdout);
+    child.stderr?.pipe(process.stderr);
+  }
   let maxRss = 0;
   const sample = setInterval(() => {
     try {

@@ -1,13 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-
 import { once } from 'node:events';
-
 import { createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-
 import { tmpdir } from 'node:os';
-
 import { join } from 'node:path';
-
 import { freePort } from '../../harness/ports.js';
 
 export interface PrometheusOptions {

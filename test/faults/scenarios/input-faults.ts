@@ -1,10 +1,7 @@
 import { spawn } from 'node:child_process';
-
 import { once } from 'node:events';
-
 import type { Producer } from 'kafkajs';
 import { expect } from 'vitest';
-
 import { Pipeline } from '../../../harness/deployment/pipeline.js';
 import { traffic } from '../../../harness/deployment/traffic.js';
 import { freePort } from '../../../harness/ports.js';

@@ -1,7 +1,5 @@
 import { Client } from '@elastic/elasticsearch';
-
 import { pino } from 'pino';
-
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePortFrom } from '../../../harness/ports.js';
 import { type ExtraEsNode, startExtraEsNode } from '../../../harness/servers/extra-es-node.js';

@@ -1,5 +1,4 @@
 import { execFile, execFileSync } from 'node:child_process';
-
 import {
   chmodSync,
   chownSync,
@@ -10,13 +9,9 @@ import {
   readFileSync,
   rmSync,
 } from 'node:fs';
-
 import { tmpdir } from 'node:os';
-
 import { join } from 'node:path';
-
 import { promisify } from 'node:util';
-
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../../harness/ports.js';
 import { spawnWorker, type WorkerProcess } from '../../../harness/worker/process.js';

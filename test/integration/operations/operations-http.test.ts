@@ -1,7 +1,5 @@
 import { readFileSync } from 'node:fs';
-
 import { join } from 'node:path';
-
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../../harness/ports.js';
 import {

@@ -1,10 +1,7 @@
 import { readFileSync } from 'node:fs';
-
 import { join } from 'node:path';
-
 import type { Producer } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-
 import { parse } from 'yaml';
 import { freePort } from '../../../harness/ports.js';
 import { createTopics, kafkaClient, stackEnv, uniqueName, waitFor } from '../../../harness/stack.js';

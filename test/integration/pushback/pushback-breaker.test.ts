@@ -1,7 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-
 import { Pipeline } from '../../../harness/deployment/pipeline.js';
-
 import { committedOn, eventsOnly, idsOf, indexedByTopic } from '../../../harness/deployment/topic-checks.js';
 import { traffic } from '../../../harness/deployment/traffic.js';
 import { freePortFrom } from '../../../harness/ports.js';

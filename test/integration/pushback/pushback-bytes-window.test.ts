@@ -1,7 +1,5 @@
 import { randomUUID } from 'node:crypto';
-
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-
 import { Pipeline } from '../../../harness/deployment/pipeline.js';
 import { freePortFrom } from '../../../harness/ports.js';
 import { stackEnv, waitFor } from '../../../harness/stack.js';

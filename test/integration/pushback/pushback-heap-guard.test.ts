@@ -1,7 +1,5 @@
 import { randomUUID } from 'node:crypto';
-
 import { readFileSync } from 'node:fs';
-
 import type { Admin, Kafka } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../../harness/ports.js';

@@ -1,7 +1,5 @@
 import { Redis } from 'ioredis';
-
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-
 import { idOfValue, Pipeline } from '../../../harness/deployment/pipeline.js';
 import { freePortFrom } from '../../../harness/ports.js';
 import { sampleValue } from '../../../harness/prometheus-text.js';

@@ -1,13 +1,8 @@
 import { execFile } from 'node:child_process';
-
 import { randomUUID } from 'node:crypto';
-
 import { setTimeout as sleep } from 'node:timers/promises';
-
 import { promisify } from 'node:util';
-
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-
 import { Pipeline, searchAll } from '../../../harness/deployment/pipeline.js';
 import { freePortFrom } from '../../../harness/ports.js';
 import { sumOf } from '../../../harness/prometheus-text.js';

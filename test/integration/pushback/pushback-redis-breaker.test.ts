@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-
 import { Pipeline } from '../../../harness/deployment/pipeline.js';
 import { traffic } from '../../../harness/deployment/traffic.js';
 import { freePortFrom } from '../../../harness/ports.js';

@@ -1,11 +1,7 @@
 import { execFile } from 'node:child_process';
-
 import { promisify } from 'node:util';
-
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-
 import { Pipeline } from '../../../harness/deployment/pipeline.js';
-
 import { committedOn, eventsOnly, idsOf, indexedByTopic } from '../../../harness/deployment/topic-checks.js';
 import { freePortFrom } from '../../../harness/ports.js';
 import { sampleValue, sumOf } from '../../../harness/prometheus-text.js';

@@ -1,9 +1,6 @@
 import { randomUUID } from 'node:crypto';
-
 import { setTimeout as sleep } from 'node:timers/promises';
-
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-
 import { Pipeline } from '../../../harness/deployment/pipeline.js';
 import { freePortFrom } from '../../../harness/ports.js';
 import { scrapedSum } from '../../../harness/worker/observation.js';

@@ -1,11 +1,7 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-
 import { tmpdir } from 'node:os';
-
 import { join } from 'node:path';
-
 import { logLevel } from 'kafkajs';
-
 import { beforeAll, describe, expect, it } from 'vitest';
 import { freePortFrom } from '../../../harness/ports.js';
 import { uniqueName } from '../../../harness/stack.js';

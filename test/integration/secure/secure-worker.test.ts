@@ -1,14 +1,9 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-
 import { tmpdir } from 'node:os';
-
 import { join } from 'node:path';
-
 import type { Client } from '@elastic/elasticsearch';
 import { type Admin, logLevel } from 'kafkajs';
-
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-
 import { expectedState } from '../../../harness/deployment/expected-state.js';
 import { freePortFrom } from '../../../harness/ports.js';
 import { readCommitted, uniqueName, waitFor } from '../../../harness/stack.js';

@@ -1,7 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-
 import { Pipeline } from '../../../harness/deployment/pipeline.js';
-
 import { eventsOnly } from '../../../harness/deployment/topic-checks.js';
 import { freePortFrom } from '../../../harness/ports.js';
 import { sampleValue } from '../../../harness/prometheus-text.js';

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-
 import type { Client } from '@elastic/elasticsearch';
 import type { Admin, Kafka } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,7 +1,5 @@
 import { randomUUID } from 'node:crypto';
-
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-
 import { Pipeline } from '../../../harness/deployment/pipeline.js';
 import { freePortFrom, freePort as unusedPort } from '../../../harness/ports.js';
 import { sumOf } from '../../../harness/prometheus-text.js';

@@ -1,7 +1,5 @@
 import { randomUUID } from 'node:crypto';
-
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-
 import type { ValidMessage } from '../../../harness/deployment/expected-state.js';
 import { Pipeline } from '../../../harness/deployment/pipeline.js';
 import { freePortFrom } from '../../../harness/ports.js';

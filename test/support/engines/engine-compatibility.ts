@@ -1,10 +1,7 @@
 import { randomUUID } from 'node:crypto';
-
 import { readFileSync } from 'node:fs';
-
 import type { Client } from '@elastic/elasticsearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-
 import { Pipeline } from '../../../harness/deployment/pipeline.js';
 import { traffic } from '../../../harness/deployment/traffic.js';
 import { freePortFrom } from '../../../harness/ports.js';

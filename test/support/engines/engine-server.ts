@@ -1,11 +1,7 @@
 import { execFile } from 'node:child_process';
-
 import { readFileSync } from 'node:fs';
-
 import { tmpdir } from 'node:os';
-
 import { join } from 'node:path';
-
 import { promisify } from 'node:util';
 import { freePortFrom } from '../../../harness/ports.js';
 import type { SearchEngine } from '../../../src/clients/search-engine.js';

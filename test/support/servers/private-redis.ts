@@ -1,13 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-
 import { once } from 'node:events';
-
 import { mkdtempSync, rmSync } from 'node:fs';
-
 import { tmpdir } from 'node:os';
-
 import { join } from 'node:path';
-
 import { Redis } from 'ioredis';
 import { freePortFrom } from '../../../harness/ports.js';
 import { waitFor } from '../../../harness/stack.js';

@@ -1,5 +1,4 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
-
 import type { Duplex } from 'node:stream';
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseMetrics } from '../../../bench/lib/worker.js';
+import { parseMetrics } from '../../../harness/prometheus-text.js';
 import { WorkerMetrics } from '../../../src/metrics/worker-metrics.js';
 
 describe('the benchmarks’ reading of a worker’s /metrics', () => {
