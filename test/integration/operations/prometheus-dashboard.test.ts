@@ -4,6 +4,7 @@ import type { Producer } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { freePort } from '../../../harness/ports.js';
+import { PrometheusServer, type PromSeries } from '../../../harness/servers/prometheus.js';
 import { createTopics, kafkaClient, stackEnv, uniqueName, waitFor } from '../../../harness/stack.js';
 import {
   isolatedWorkerEnv,
@@ -13,7 +14,6 @@ import {
 } from '../../../harness/worker/process.js';
 import { type GrafanaDashboard, grafanaQueries } from '../../../scripts/dashboard/grafana-queries.js';
 import { panelData } from '../../../scripts/dashboard/panel-data.js';
-import { PrometheusServer, type PromSeries } from '../../../scripts/prometheus/server.js';
 import { runProducer } from '../../../src/generator/produce.js';
 import { planWorkload } from '../../../src/generator/workload.js';
 import { TcpProxy } from '../../support/servers/tcp-proxy.js';

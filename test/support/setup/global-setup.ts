@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
-import { ensureDebianCommand, ensurePrometheus } from '../../../scripts/prometheus/debian-package.js';
+import { ensureDebianCommand, ensurePrometheus } from '../../../harness/debian-package.js';
 import { stopSecureStackIfStartedBy } from '../servers/secure-stack.js';
 
 const run = promisify(execFile);

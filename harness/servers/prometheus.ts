@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../../harness/ports.js';
+import { freePort } from '../ports.js';
 
 export interface PrometheusOptions {
   /** host:port of each worker's HTTP server, scraped at /metrics as job `rxingest`. */
