@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # The rxingest worker. Build: docker build -t rxingest .   Run: see docs/container.md.
 # Every install and build step is in scripts/image/build-steps.sh, which the recipe test
-# (test/integration/install-container-recipe.test.ts) runs the same way, without an engine.
+# (test/integration/install/install-container-recipe.test.ts) runs the same way, without an engine.
 
 # Build stage: compile TypeScript with the dev dependencies.
 FROM node:20-alpine AS build

@@ -13,9 +13,9 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
-          globalSetup: ['test/support/global-setup.ts'],
+          globalSetup: ['test/support/setup/global-setup.ts'],
           // The workers and tools these start run as shipped, not with kafkajs's test retries.
-          setupFiles: ['test/support/as-shipped-env.ts'],
+          setupFiles: ['test/support/setup/as-shipped-env.ts'],
           // One real stack on a 2-core machine: integration files run one at a time.
           fileParallelism: false,
           testTimeout: 180_000,
@@ -27,7 +27,7 @@ export default defineConfig({
           // Benchmarks that need the stack and vitest's harness (npm run bench:concurrency).
           name: 'bench',
           include: ['bench/**/*.test.ts'],
-          globalSetup: ['test/support/global-setup.ts'],
+          globalSetup: ['test/support/setup/global-setup.ts'],
           fileParallelism: false,
           testTimeout: 20 * 60_000,
           hookTimeout: 600_000,
@@ -37,8 +37,8 @@ export default defineConfig({
         test: {
           name: 'faults',
           include: ['test/faults/**/*.test.ts'],
-          globalSetup: ['test/support/global-setup.ts'],
-          setupFiles: ['test/support/as-shipped-env.ts'],
+          globalSetup: ['test/support/setup/global-setup.ts'],
+          setupFiles: ['test/support/setup/as-shipped-env.ts'],
           fileParallelism: false,
           testTimeout: 20 * 60_000,
           hookTimeout: 600_000,

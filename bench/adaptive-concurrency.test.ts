@@ -19,11 +19,12 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { traffic } from '../test/faults/scenarios/common.js';
-import { type ExtraEsNode, freePort, startRefusingEsNode } from '../test/support/extra-es-node.js';
-import { Pipeline } from '../test/support/pipeline.js';
-import { stackEnv, waitFor } from '../test/support/stack.js';
-import { linesStarting, sampleGauge } from '../test/support/worker-observation.js';
+import { Pipeline } from '../harness/deployment/pipeline.js';
+import { traffic } from '../harness/deployment/traffic.js';
+import { freePortFrom } from '../harness/ports.js';
+import { type ExtraEsNode, startRefusingEsNode } from '../harness/servers/extra-es-node.js';
+import { stackEnv, waitFor } from '../harness/stack.js';
+import { linesStarting, sampleGauge } from '../harness/worker/observation.js';
 
 const MESSAGES = 50_000;
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 4));
@@ -69,7 +70,7 @@ async function ingest(
     // The backlog first: timing a live stream would time the producer's schedule (its late
     // duplicates alone span 4 s), not what the node takes.
     await p.produce(traffic(seed, messages, { ratePerSec: 50_000 }));
-    const port = await freePort(9520);
+    const port = await freePortFrom(9520);
     const w = p.spawn(setting, {
       ...env,
       ...p.controlEnv(port),

@@ -9,11 +9,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
+import { barChart } from '../harness/plot.js';
 import { createRetryPolicy } from '../src/retry/retry-policy.js';
 import { ProgressLedger } from '../src/sinks/kafka/progress-ledger.js';
 import { COMMIT_RETRY_FIRST_MS, TransactionalCommitter } from '../src/sinks/kafka/transactional-committer.js';
 import type { OutRecord } from '../src/sinks/ports.js';
-import { barChart } from './lib/plot.js';
 import type { Section } from './lib/report.js';
 import { ensureStack, kafkaClient, RunResources } from './lib/stack.js';
 import { fmt, summarize } from './lib/stats.js';

@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { barChart, lineChart } from './lib/plot.js';
+import { barChart, lineChart } from '../harness/plot.js';
 import type { Section } from './lib/report.js';
 import { fmt } from './lib/stats.js';
 

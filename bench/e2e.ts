@@ -17,6 +17,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { barChart, lineChart } from '../harness/plot.js';
 import { type GraphSettings, loadConfig } from '../src/config/config.js';
 import { describeWorkload, planWorkload, workloadRecords } from '../src/generator/workload.js';
 import { SINK_STAGES, type SinkStage } from '../src/metrics/metric-labels.js';
@@ -35,7 +36,6 @@ import {
 } from './lib/histograms.js';
 import { type LatencyResult, measureLatency } from './lib/latency.js';
 import { producePaced } from './lib/paced.js';
-import { barChart, lineChart } from './lib/plot.js';
 import { type ProfileSummary, summarizeProfileFile } from './lib/profile.js';
 import type { Section, Table, Target } from './lib/report.js';
 import {

@@ -23,13 +23,13 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { barChart } from '../harness/plot.js';
+import { shippedNodeFlags } from '../harness/worker/shipped-launch.js';
 import { loadConfig } from '../src/config/config.js';
 import { buildRecords, type LadderEnricher, runRx } from './graph-ladder.js';
-import { barChart } from './lib/plot.js';
 import { type ProfileSummary, profileInProcess } from './lib/profile.js';
 import type { Section } from './lib/report.js';
 import { fmt, median } from './lib/stats.js';
-import { shippedNodeFlags } from './lib/worker.js';
 
 export interface GraphOptions {
   readonly quick: boolean;

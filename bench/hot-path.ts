@@ -202,7 +202,7 @@ async function kafkaDecodeCase(): Promise<Case> {
     fetchedOffset: string,
     data: object,
   ) => { messagesWithinOffset: unknown[] };
-  const published = require('../test/support/kafkajs-2.2.4/record-decode.original.cjs') as {
+  const published = require('../harness/kafkajs-2.2.4/record-decode.original.cjs') as {
     decodeRecords(d: object, ctx: object): { offset: string }[];
     withinOffset(messages: { offset: string }[], fetchedOffset: string): unknown[];
   };

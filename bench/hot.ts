@@ -9,10 +9,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { PartitionMetadata } from 'kafkajs';
+import { barChart } from '../harness/plot.js';
 import { Rng } from '../src/generator/rng.js';
 import { createIngestProducer, hotClientPartitioner, RedisControlSource } from '../src/producer/index.js';
 import { RedisHotClientStore } from '../src/pushback/hot-clients/monitor.js';
-import { barChart } from './lib/plot.js';
 import type { Section, Table } from './lib/report.js';
 import { ensureStack, kafkaClient, RunResources, redisClient } from './lib/stack.js';
 

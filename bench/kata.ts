@@ -20,6 +20,7 @@ import {
   Subject,
   tap,
 } from 'rxjs';
+import { barChart, lineChart } from '../harness/plot.js';
 import { type GraphSettings, loadConfig } from '../src/config/config.js';
 import { planWorkload, type WorkloadRecord } from '../src/generator/workload.js';
 import type { IngestMessage, RawRecord } from '../src/model/message.js';
@@ -31,7 +32,6 @@ import { parseRecords } from '../src/operators/parse-records.js';
 import { rebatch } from '../src/operators/rebatch.js';
 import { trackIntake } from '../src/operators/track-intake.js';
 import { createRetryPolicy } from '../src/retry/retry-policy.js';
-import { barChart, lineChart } from './lib/plot.js';
 import type { Section, Target } from './lib/report.js';
 import { fmt, type Summary, summarize } from './lib/stats.js';
 

@@ -13,13 +13,13 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { barChart } from '../harness/plot.js';
 import { planWorkload } from '../src/generator/workload.js';
 import { type AllocationRun, allocationTables, summarizeAllocationFile } from './lib/allocations.js';
 import { createIndices, deleteIndices } from './lib/ceiling.js';
 import { documentOf } from './lib/documents.js';
 import { drainRate, drainWindow } from './lib/drain.js';
 import { type Pinning, pinElasticsearchApart, pinningUnavailable } from './lib/pinning.js';
-import { barChart } from './lib/plot.js';
 import { encodeBodies, loadRaw, type RawDoc } from './lib/raw-bulk.js';
 import type { Section, Table, Target } from './lib/report.js';
 import {

@@ -8,12 +8,12 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { committedOn } from '../harness/deployment/topic-checks.js';
+import { barChart } from '../harness/plot.js';
 import { planWorkload } from '../src/generator/workload.js';
-import { committedOn } from '../test/support/topic-checks.js';
 import { type CeilingResult, deleteIndices, runCeiling } from './lib/ceiling.js';
 import { type BenchCluster, benchCluster } from './lib/cluster.js';
 import { documentOf } from './lib/documents.js';
-import { barChart } from './lib/plot.js';
 import type { Section } from './lib/report.js';
 import { cpuSeconds, ensureStack, produceAll, RunResources, sleep, stackPids } from './lib/stack.js';
 import { fmt } from './lib/stats.js';

@@ -1,11 +1,11 @@
 /**
  * The 3-broker cluster a benchmark runs on: the local stack's when it is one
  * (`KAFKA_CLUSTER_SIZE=3 npm run stack:up`), else a private one for the benchmark's
- * duration (test/support/private-kafka-cluster.ts: its own ports, the shared single broker
+ * duration (harness/servers/private-kafka-cluster.ts: its own ports, the shared single broker
  * untouched). Either way with the brokers' pids, for CPU accounting.
  */
 import { Kafka, logLevel } from 'kafkajs';
-import { startPrivateKafkaCluster } from '../../test/support/private-kafka-cluster.js';
+import { startPrivateKafkaCluster } from '../../harness/servers/private-kafka-cluster.js';
 import { pidOnPort, stackEnv } from './stack.js';
 
 export interface BenchCluster {

@@ -5,7 +5,6 @@ import { connect } from 'node:net';
 import { promisify } from 'node:util';
 import type { Client } from '@elastic/elasticsearch';
 import type { Kafka, Message } from 'kafkajs';
-import type { WorkloadRecord } from '../../src/generator/workload.js';
 import {
   createTopicsWithLeaders,
   esClient,
@@ -13,7 +12,8 @@ import {
   redisClient,
   stackEngine,
   stackEnv,
-} from '../../test/support/stack.js';
+} from '../../harness/stack.js';
+import type { WorkloadRecord } from '../../src/generator/workload.js';
 
 export { esClient, kafkaClient, redisClient, stackEngine, stackEnv };
 

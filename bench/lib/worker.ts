@@ -1,11 +1,11 @@
 /** The shipped worker as a child process, its /metrics and its memory, sampled over time. */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort } from '../../scripts/lib/free-port.js';
+import { freePort } from '../../harness/ports.js';
+import { parseMetrics } from '../../harness/prometheus-text.js';
+import { spawnWorker } from '../../harness/worker/process.js';
 import { coreBusySeconds, cpuSeconds, memoryMb, stackEnv } from './stack.js';
-
-export { freePort };
 
 export interface WorkerMetricsSample {
   /** ms since the worker was spawned. */
@@ -40,38 +40,6 @@ export interface MemoryBreakdown {
 const PROBE = new URL('./memory-probe.mjs', import.meta.url).href;
 const ALLOCATION_PROBE = new URL('./allocation-probe.mjs', import.meta.url).href;
 
-/** Sums prom-client text lines by metric name (and, for records done, by outcome). */
-export function parseMetrics(text: string): {
-  done: number;
-  byOutcome: Record<string, number>;
-  inFlight: number;
-  lag: number;
-  loopLagMaxMs: number;
-  loopBusySeconds: number;
-} {
-  let done = 0;
-  let inFlight = 0;
-  let lag = 0;
-  let loopLagMaxMs = Number.NaN;
-  let loopBusySeconds = Number.NaN;
-  const byOutcome: Record<string, number> = {};
-  for (const line of text.split('\n')) {
-    if (line.startsWith('#') || line === '') continue;
-    const m = /^([a-z_]+)(\{[^}]*\})?\s+([0-9.eE+-]+|NaN)$/.exec(line);
-    if (!m) continue;
-    const value = Number(m[3]);
-    if (m[1] === 'rxingest_records_done_total') {
-      done += value;
-      const outcome = /outcome="([^"]+)"/.exec(m[2] ?? '')?.[1] ?? '?';
-      byOutcome[outcome] = (byOutcome[outcome] ?? 0) + value;
-    } else if (m[1] === 'rxingest_in_flight') inFlight += value;
-    else if (m[1] === 'rxingest_consumer_lag') lag += value;
-    else if (m[1] === 'rxingest_nodejs_eventloop_lag_max_seconds') loopLagMaxMs = value * 1000;
-    else if (m[1] === 'rxingest_nodejs_eventloop_busy_seconds_total') loopBusySeconds = value;
-  }
-  return { done, byOutcome, inFlight, lag, loopLagMaxMs, loopBusySeconds };
-}
-
 /** The main thread's CPU profile of the BenchWorker `name` (node names it CPU.<date>.<time>.<pid>.<thread>.<seq>). */
 export function cpuProfileOf(cpuProfDir: string, name: string): string {
   const dir = join(cpuProfDir, name);
@@ -104,41 +72,6 @@ export interface BenchWorkerOptions {
 const workerNodeFlags = (): string[] => process.env.BENCH_WORKER_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
 
 /**
- * The node flags `npm start` gives the worker (package.json's start script, between `node` and
- * the entry): the benchmarks start it as shipped, whatever the entry.
- */
-export function shippedNodeFlags(startScript = packageStartScript()): string[] {
-  const words = startScript.split(/\s+/);
-  const node = words.indexOf('node');
-  const entry = words.indexOf('dist/cli/main.js');
-  if (node < 0 || entry < node) throw new Error(`unexpected start script: ${startScript}`);
-  return words.slice(node + 1, entry);
-}
-
-/**
- * The environment `npm start` gives the worker where the caller has not: its
- * `NAME=${NAME:-value}` words before `exec` (glibc's arenas: docs/decisions.md, 13).
- */
-export function shippedEnvDefaults(startScript = packageStartScript()): Record<string, string> {
-  const defaults: Record<string, string> = {};
-  for (const word of startScript.split(/\s+/)) {
-    if (word === 'exec') break;
-    const m = /^([A-Z_][A-Z0-9_]*)=\$\{\1:-([^}]*)\}$/.exec(word);
-    if (m === null) throw new Error(`unexpected start script: ${startScript}`);
-    defaults[m[1]!] = m[2]!;
-  }
-  return defaults;
-}
-
-/** `shippedEnvDefaults` with the caller's own values where it has them. */
-export function shippedEnv(env: NodeJS.ProcessEnv = process.env): Record<string, string> {
-  return Object.fromEntries(Object.entries(shippedEnvDefaults()).map(([k, v]) => [k, env[k] ?? v]));
-}
-
-const packageStartScript = (): string =>
-  (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts.start;
-
-/**
  * Runs the worker as `npm start` does (its node flags, then `dist/cli/main.js worker`) with the given environment, and
  * samples its /metrics, its RSS and the CPU time of it and the stack every `sampleMs`.
  */
@@ -156,52 +89,41 @@ export class BenchWorker {
     private readonly opts: BenchWorkerOptions,
     private readonly port: number,
   ) {
-    mkdirSync(opts.logDir, { recursive: true });
-    const log = createWriteStream(join(opts.logDir, `${opts.name}.log`));
-    const entry =
-      opts.entry ??
-      (existsSync('dist/cli/main.js') ? ['dist/cli/main.js'] : ['--import', 'tsx', 'src/cli/main.ts']);
     // No --cpu-prof-name: every thread of the process (module-loader hooks, transports)
     // writes a profile, and with one fixed name the last thread to exit overwrote the main one.
     const prof = opts.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${join(opts.cpuProfDir, opts.name)}`] : [];
     const allocations = opts.allocationFile ? ['--import', ALLOCATION_PROBE] : [];
     this.memoryFile = join(opts.logDir, `${opts.name}.memory.jsonl`);
-    this.child = spawn(
-      process.execPath,
-      [
-        ...prof,
-        ...allocations,
-        ...shippedNodeFlags(),
-        ...(opts.nodeFlags ?? []),
-        ...workerNodeFlags(),
-        '--import',
-        PROBE,
-        ...entry,
-        'worker',
-      ],
+    const worker = spawnWorker(
       {
-        env: {
-          ...process.env,
-          ...shippedEnv(),
-          BENCH_MEMORY_FILE: this.memoryFile,
-          ...(opts.allocationFile ? { BENCH_ALLOC_FILE: opts.allocationFile } : {}),
-          KAFKA_BROKERS: stackEnv.kafkaBrokers,
-          ES_NODE: stackEnv.esNode,
-          REDIS_URL: stackEnv.redisUrl,
-          LOG_LEVEL: 'warn',
-          HTTP_PORT: String(port),
-          ...opts.env,
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
+        BENCH_MEMORY_FILE: this.memoryFile,
+        ...(opts.allocationFile ? { BENCH_ALLOC_FILE: opts.allocationFile } : {}),
+        KAFKA_BROKERS: stackEnv.kafkaBrokers,
+        ES_NODE: stackEnv.esNode,
+        REDIS_URL: stackEnv.redisUrl,
+        LOG_LEVEL: 'warn',
+        HTTP_PORT: String(port),
+        ...opts.env,
+      },
+      opts.name,
+      {
+        via: 'shipped',
+        nodeFlags: [
+          ...prof,
+          ...allocations,
+          ...(opts.nodeFlags ?? []),
+          ...workerNodeFlags(),
+          '--import',
+          PROBE,
+        ],
+        ...(opts.entry ? { entry: opts.entry } : {}),
+        logDir: opts.logDir,
       },
     );
-    this.child.stdout?.pipe(log);
-    this.child.stderr?.pipe(log);
-    this.exited = new Promise((resolve) => {
-      this.child.on('exit', (code, signal) => {
-        this.exitCode = code ?? signal ?? 'unknown';
-        resolve(this.exitCode);
-      });
+    this.child = worker.child;
+    this.exited = worker.exited.then((code) => {
+      this.exitCode = code;
+      return code;
     });
     this.timer = setInterval(() => void this.sample(), opts.sampleMs ?? 250);
   }

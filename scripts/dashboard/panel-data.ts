@@ -1,5 +1,5 @@
-import type { LineSeries } from '../../bench/lib/plot.js';
-import type { PrometheusServer, PromSeries } from '../prometheus/server.js';
+import type { LineSeries } from '../../harness/plot.js';
+import type { PrometheusServer, PromSeries } from '../../harness/servers/prometheus.js';
 import { type GrafanaDashboard, type GrafanaQuery, legend } from './grafana-queries.js';
 
 export interface PanelData {

@@ -8,16 +8,18 @@
  *   npx tsx scripts/dashboard/record-demo.ts [--rate 2000] [--duration 60] [--window-s 10] [--png docs/dashboard.png] [-- demo options]
  *
  * --window-s: every range selector ([1m]) becomes this long, as a demo is short.
- * Prometheus's config, TSDB and log and the page go to .stack/dashboard/ (not committed).
+ * Prometheus's config, TSDB and log, the demo's log and the page go to .stack/dashboard/ (not committed).
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { ensurePrometheus } from '../prometheus/debian-package.js';
-import { freePort, PrometheusServer } from '../prometheus/server.js';
+import { ensurePrometheus } from '../../harness/debian-package.js';
+import { freePort } from '../../harness/ports.js';
+import { PrometheusServer } from '../../harness/servers/prometheus.js';
+import { spawnWorker } from '../../harness/worker/process.js';
 import { type GrafanaDashboard, grafanaQueries } from './grafana-queries.js';
 import { panelData } from './panel-data.js';
 import { renderPage } from './render-page.js';
@@ -58,22 +60,21 @@ const start = Date.now() / 1000;
 // The machine's load says how much of it the run had: a shared machine draws slower panels.
 const load = loadavg()[0]!.toFixed(1);
 
-const demo = spawn(
-  process.execPath,
-  [
-    '--import',
-    'tsx',
-    'src/cli/main.ts',
-    'demo',
-    '--rate',
-    values.rate,
-    '--duration',
-    values.duration,
-    ...positionals,
-  ],
-  { cwd: root, env: { ...process.env, HTTP_PORT: String(port) }, stdio: ['ignore', 'inherit', 'inherit'] },
+const demo = spawnWorker(
+  {
+    HTTP_PORT: String(port),
+    ...(process.env.LOG_LEVEL === undefined ? {} : { LOG_LEVEL: process.env.LOG_LEVEL }),
+  },
+  'demo',
+  {
+    command: ['demo', '--rate', values.rate, '--duration', values.duration, ...positionals],
+    cwd: root,
+    logDir: outDir,
+    echo: true,
+  },
 );
-const code = await new Promise<number>((r) => demo.on('exit', (c) => r(c ?? 1)));
+const exit = await demo.exited;
+const code = typeof exit === 'number' ? exit : 1;
 const end = Date.now() / 1000;
 if (code !== 0) process.stderr.write(`record-demo: the demo exited ${code}\n`);
 

@@ -1,4 +1,4 @@
-import { type LineSeries, lineChart } from '../../bench/lib/plot.js';
+import { type LineSeries, lineChart } from '../../harness/plot.js';
 import type { GrafanaDashboard } from './grafana-queries.js';
 
 /** A panel's lines: each already named by its legend, points as [seconds into the run, value]. */

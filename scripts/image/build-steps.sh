@@ -1,7 +1,7 @@
 #!/bin/sh
 # The container image's install and build steps, one subcommand per RUN of the Dockerfile.
 # The Dockerfile runs them from /app; so does its recipe test
-# (test/integration/install-container-recipe.test.ts), which is how the test cannot drift
+# (test/integration/install/install-container-recipe.test.ts), which is how the test cannot drift
 # from the image.
 #
 #   deps      build stage: every dependency, the dev ones included (to compile)

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, it } from 'vitest';
-import { type ExtraEsNode, startExtraEsNode } from '../support/extra-es-node.js';
-import { startPrivateKafkaCluster } from '../support/private-kafka-cluster.js';
+import { type ExtraEsNode, startExtraEsNode } from '../../harness/servers/extra-es-node.js';
+import { startPrivateKafkaCluster } from '../../harness/servers/private-kafka-cluster.js';
 import { leaderKilled } from './scenarios/cluster-faults.js';
 import { FULL, type ScenarioReport } from './scenarios/common.js';
 import { abortedUpstreamTransactions, hostileInput } from './scenarios/input-faults.js';

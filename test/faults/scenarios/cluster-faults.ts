@@ -1,9 +1,10 @@
 import { ConfigResourceTypes } from 'kafkajs';
 import { expect } from 'vitest';
-import { Pipeline } from '../../support/pipeline.js';
-import { busiestLeader, type PrivateKafkaCluster } from '../../support/private-kafka-cluster.js';
-import { stackEnv, waitFor } from '../../support/stack.js';
-import { finish, type ScenarioReport, type Size, stopGracefully, traffic, whenCommitted } from './common.js';
+import { Pipeline } from '../../../harness/deployment/pipeline.js';
+import { traffic } from '../../../harness/deployment/traffic.js';
+import { busiestLeader, type PrivateKafkaCluster } from '../../../harness/servers/private-kafka-cluster.js';
+import { stackEnv, waitFor } from '../../../harness/stack.js';
+import { finish, type ScenarioReport, type Size, stopGracefully, whenCommitted } from './common.js';
 
 export interface LeaderKillReport extends ScenarioReport {
   readonly killedNode: number;

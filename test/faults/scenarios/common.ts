@@ -1,7 +1,6 @@
 import { expect } from 'vitest';
-import { planWorkload, type WorkloadOptions, type WorkloadRecord } from '../../../src/generator/workload.js';
-import type { Pipeline } from '../../support/pipeline.js';
-import type { WorkerProcess } from '../../support/worker-process.js';
+import type { Pipeline } from '../../../harness/deployment/pipeline.js';
+import type { WorkerProcess } from '../../../harness/worker/process.js';
 
 /** How big a scenario runs: the short form in `npm test`, the full one in `npm run test:faults`. */
 export interface Size {
@@ -30,26 +29,6 @@ export interface ScenarioReport {
   readonly lost: number;
   readonly duplicated: number;
   readonly maxRssMb: number;
-}
-
-/** The scenarios' traffic: re-sent ids inside and far outside the window, poison, hostile keys, shuffled versions. */
-export function traffic(seed: number, count: number, over: WorkloadOptions = {}): WorkloadRecord[] {
-  return planWorkload({
-    seed,
-    count,
-    ratePerSec: Math.max(5_000, count / 10),
-    ...(over.ratePerSec !== undefined ? { ratePerSec: over.ratePerSec } : {}),
-    clients: 300,
-    duplicateShare: 0.01,
-    duplicateDelayMs: { min: 10, max: 500 },
-    lateDuplicateShare: 0.01,
-    lateDuplicateDelayMs: { min: 1_500, max: 4_000 },
-    poisonShare: 0.005,
-    poisonKinds: ['invalid-json', 'missing-field', 'wrong-type', 'null-value'],
-    hostileKeyShare: 0.005,
-    shuffleVersions: 0.1,
-    ...over,
-  });
 }
 
 /** Waits until the committed total passes `target`, then returns (the moment to disturb something). */

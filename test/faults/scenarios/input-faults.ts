@@ -2,13 +2,14 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import type { Producer } from 'kafkajs';
 import { expect } from 'vitest';
+import { Pipeline } from '../../../harness/deployment/pipeline.js';
+import { traffic } from '../../../harness/deployment/traffic.js';
+import { freePort } from '../../../harness/ports.js';
+import { samples } from '../../../harness/prometheus-text.js';
+import { readCommitted, waitFor } from '../../../harness/stack.js';
+import { logLines, scrape } from '../../../harness/worker/observation.js';
 import type { WorkloadRecord } from '../../../src/generator/workload.js';
-import { Pipeline } from '../../support/pipeline.js';
-import { samples } from '../../support/prometheus-text.js';
-import { readCommitted, waitFor } from '../../support/stack.js';
-import { freePort } from '../../support/tcp-proxy.js';
-import { logLines, scrape } from '../../support/worker-observation.js';
-import { finish, type ScenarioReport, type Size, stopGracefully, traffic } from './common.js';
+import { finish, type ScenarioReport, type Size, stopGracefully } from './common.js';
 
 /**
  * Upstream producers that write the input in transactions, some of them aborted, and one

@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'vitest';
+import { Pipeline, type Servers } from '../../../harness/deployment/pipeline.js';
+import { traffic } from '../../../harness/deployment/traffic.js';
+import { readCommitted, waitFor } from '../../../harness/stack.js';
 import { indexDialect } from '../../../src/worker/index-dialect.js';
-import { Pipeline, type Servers } from '../../support/pipeline.js';
-import { readCommitted, waitFor } from '../../support/stack.js';
-import { finish, type ScenarioReport, type Size, stopGracefully, traffic, whenCommitted } from './common.js';
+import { finish, type ScenarioReport, type Size, stopGracefully, whenCommitted } from './common.js';
 
 /**
  * A rebuild: after a full run, the worker stops, both indices are deleted, the group's

@@ -1,12 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { Client } from '@elastic/elasticsearch';
 import { expect } from 'vitest';
-import { type ExtraEsNode, startExtraEsNode } from '../../support/extra-es-node.js';
-import { Pipeline } from '../../support/pipeline.js';
-import { type PrivateKafka, startPrivateKafka } from '../../support/private-kafka.js';
-import { type PrivateRedis, startPrivateRedis } from '../../support/private-redis.js';
-import { stackEnv, waitFor } from '../../support/stack.js';
-import { finish, type ScenarioReport, type Size, stopGracefully, traffic, whenCommitted } from './common.js';
+import { Pipeline } from '../../../harness/deployment/pipeline.js';
+import { traffic } from '../../../harness/deployment/traffic.js';
+import { type ExtraEsNode, startExtraEsNode } from '../../../harness/servers/extra-es-node.js';
+import { type PrivateKafka, startPrivateKafka } from '../../../harness/servers/private-kafka.js';
+import { stackEnv, waitFor } from '../../../harness/stack.js';
+import { type PrivateRedis, startPrivateRedis } from '../../support/servers/private-redis.js';
+import { finish, type ScenarioReport, type Size, stopGracefully, whenCommitted } from './common.js';
 
 const sleepFor = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

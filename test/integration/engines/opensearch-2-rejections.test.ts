@@ -1,10 +1,11 @@
 import type { Client } from '@elastic/elasticsearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Pipeline } from '../../../harness/deployment/pipeline.js';
+import { traffic } from '../../../harness/deployment/traffic.js';
+import { stackEnv } from '../../../harness/stack.js';
 import { createElasticsearch } from '../../../src/clients/elasticsearch.js';
-import { finish, stopGracefully, traffic } from '../../faults/scenarios/common.js';
-import { type EngineServer, startEngine } from '../../support/engine-server.js';
-import { Pipeline } from '../../support/pipeline.js';
-import { stackEnv } from '../../support/stack.js';
+import { finish, stopGracefully } from '../../faults/scenarios/common.js';
+import { type EngineServer, startEngine } from '../../support/engines/engine-server.js';
 
 const engine = { product: 'opensearch', major: 2, version: '2.19.4' } as const;
 

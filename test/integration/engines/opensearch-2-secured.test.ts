@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Pipeline } from '../../../harness/deployment/pipeline.js';
+import { stackEnv } from '../../../harness/stack.js';
 import { planWorkload } from '../../../src/generator/workload.js';
-import { type EngineServer, startEngine } from '../../support/engine-server.js';
-import { Pipeline } from '../../support/pipeline.js';
-import { stackEnv } from '../../support/stack.js';
-import { runCli } from '../../support/tool-deployment.js';
+import { runCli } from '../../support/deployments/tool-deployment.js';
+import { type EngineServer, startEngine } from '../../support/engines/engine-server.js';
 
 const engine = { product: 'opensearch', major: 2, version: '2.19.4' } as const;
 

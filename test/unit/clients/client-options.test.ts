@@ -13,7 +13,7 @@ import {
 import { tlsProblem } from '../../../src/clients/tls-problem.js';
 
 // What the factories hand to each library; what the servers make of it is tested against the
-// real secured stack (test/integration/secure-connections.test.ts).
+// real secured stack (test/integration/secure/secure-connections.test.ts).
 
 describe('kafkaClientConfig', () => {
   it('plaintext: only the caller options and the brokers', () => {

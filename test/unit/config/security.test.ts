@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../../src/config/config.js';
 import { FILE_VARIABLES, securityVariables } from '../../../src/config/security.js';
-import { makeTestPems, type TestPems } from '../../support/pem.js';
+import { makeTestPems, type TestPems } from '../../support/servers/pem.js';
 
 /** A fake file system: the named files, ENOENT for anything else. */
 const filesystem =

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import {
+  classifyValue,
+  expectedState,
+  type TriggerRule,
+  toPlain,
+} from '../../../harness/deployment/expected-state.js';
 import { countKinds, planWorkload, Rng } from '../../../src/generator/workload.js';
-import { classifyValue, expectedState, type TriggerRule, toPlain } from '../../support/expected-state.js';
 
 const buf = (o: unknown) => Buffer.from(JSON.stringify(o));
 

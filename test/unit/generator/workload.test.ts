@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { classifyValue } from '../../../harness/deployment/expected-state.js';
 import {
   countKinds,
   DEFAULT_BASE_TIME_MS,
@@ -11,7 +12,6 @@ import {
   type WorkloadRecord,
   workloadRecords,
 } from '../../../src/generator/workload.js';
-import { classifyValue } from '../../support/expected-state.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 

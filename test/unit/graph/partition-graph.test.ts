@@ -20,13 +20,13 @@ import type { Done, OutcomeKind } from '../../../src/model/outcome.js';
 import type { Commit } from '../../../src/operators/commit-in-order.js';
 import { type Enrich, identityEnrich } from '../../../src/operators/enrich-in-order.js';
 import { UNCOMMITTED_PER_HIGH_WATER as k } from '../../../src/pushback/intake/marks.js';
+import { recordFactory, TS, testRetryPolicy, testSettings } from '../../support/data/records.js';
 import {
   InMemoryCommitSink,
   InMemoryDocumentStore,
   type InMemoryDocumentStoreOptions,
   InMemoryKnownCopies,
-} from '../../support/in-memory-ports.js';
-import { recordFactory, TS, testRetryPolicy, testSettings } from '../../support/records.js';
+} from '../../support/fakes/in-memory-ports.js';
 
 const rules: TriggerRule[] = [
   { id: 'welcome', when: { type: 'event', name: 'signup' }, emit: 'send-welcome-email' },

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { EventLoopHeartbeat } from '../../../src/http/event-loop-heartbeat.js';
-import { fakeClock } from '../../support/captured-log.js';
+import { fakeClock } from '../../support/logs/captured-log.js';
 
 const heartbeat = () => {
   const clock = fakeClock();

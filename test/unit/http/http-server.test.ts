@@ -7,7 +7,7 @@ import {
 } from '../../../src/http/http-server.js';
 import { Readiness } from '../../../src/http/readiness.js';
 import { WorkerMetrics } from '../../../src/metrics/worker-metrics.js';
-import { capturedLog } from '../../support/captured-log.js';
+import { capturedLog } from '../../support/logs/captured-log.js';
 
 const open: HttpServerHandle[] = [];
 afterEach(async () => {

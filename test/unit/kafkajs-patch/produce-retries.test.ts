@@ -9,7 +9,7 @@ import {
 } from '../../../src/kafkajs-patch/produce-retries.js';
 
 const require = createRequire(import.meta.url);
-const original = require('../../support/kafkajs-2.2.4/send-messages.original.cjs') as SendMessagesFactory;
+const original = require('../../../harness/kafkajs-2.2.4/send-messages.original.cjs') as SendMessagesFactory;
 const installed = installedSendMessages();
 const each = (value: string) => [value];
 

@@ -7,12 +7,12 @@ import {
   filtersAbortedTransactions,
   installedAbortedMessagesFilter,
 } from '../../../src/kafkajs-patch/read-committed.js';
-import { prng } from '../../support/random.js';
-import { transactionLog } from '../../support/transaction-log.js';
+import { prng } from '../../support/data/random.js';
+import { transactionLog } from '../../support/kafka/transaction-log.js';
 
 const require = createRequire(import.meta.url);
 const original =
-  require('../../support/kafkajs-2.2.4/filter-aborted-messages.original.cjs') as AbortedMessagesFilter;
+  require('../../../harness/kafkajs-2.2.4/filter-aborted-messages.original.cjs') as AbortedMessagesFilter;
 const installed = installedAbortedMessagesFilter();
 /** kafkajs's Batch: what eachBatch hands over (filter, then control records dropped). */
 const Batch = require('kafkajs/src/consumer/batch.js') as new (

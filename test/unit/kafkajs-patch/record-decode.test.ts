@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
-import { prng } from '../../support/random.js';
+import { prng } from '../../support/data/random.js';
 
 /**
  * The decoding patch (patches/kafkajs+2.2.4.patch: offsets and timestamps in Numbers while
@@ -47,7 +47,7 @@ const Batch = require('kafkajs/src/consumer/batch.js') as new (
   fetchedOffset: string,
   partitionData: object,
 ) => { messagesWithinOffset: DecodedRecord[] };
-const original = require('../../support/kafkajs-2.2.4/record-decode.original.cjs') as {
+const original = require('../../../harness/kafkajs-2.2.4/record-decode.original.cjs') as {
   RecordDecoder(d: Decoder, ctx: object): DecodedRecord;
   decodeRecords(d: Decoder, ctx: object): DecodedRecord[];
   withinOffset(messages: DecodedRecord[], fetchedOffset: string): DecodedRecord[];

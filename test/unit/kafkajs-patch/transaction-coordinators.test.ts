@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
  * Published, kafkajs asks for them (FindCoordinator) before every AddPartitionsToTxn,
  * AddOffsetsToTxn, TxnOffsetCommit and EndTxn: four round trips per transaction that commits
  * offsets. Here against a cluster double that counts lookups and moves coordinators;
- * test/integration/kafkajs-transaction-coordinators.test.ts counts the requests on the real broker.
+ * test/integration/kafkajs/kafkajs-transaction-coordinators.test.ts counts the requests on the real broker.
  */
 const require = createRequire(import.meta.url);
 
@@ -31,7 +31,7 @@ type EosManagerFactory = (options: {
 }) => EosManager;
 
 const installed = require('kafkajs/src/producer/eosManager/index.js') as EosManagerFactory;
-const published = require('../../support/kafkajs-2.2.4/eos-manager.original.cjs') as EosManagerFactory;
+const published = require('../../../harness/kafkajs-2.2.4/eos-manager.original.cjs') as EosManagerFactory;
 const COORDINATOR_TYPES = require('kafkajs/src/protocol/coordinatorTypes') as {
   GROUP: number;
   TRANSACTION: number;

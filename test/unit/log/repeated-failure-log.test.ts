@@ -1,7 +1,7 @@
 import { errors } from '@elastic/elasticsearch';
 import { describe, expect, it } from 'vitest';
 import { failureReason, RepeatedFailureLog } from '../../../src/log/repeated-failure-log.js';
-import { capturedLog, fakeClock } from '../../support/captured-log.js';
+import { capturedLog, fakeClock } from '../../support/logs/captured-log.js';
 
 const refused = () =>
   Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9200'), { code: 'ECONNREFUSED' });

@@ -4,7 +4,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../../src/log/logger.js';
 import { kafkaLogCreator } from '../../../src/worker/kafka-log.js';
-import { parseStrictObject } from '../../support/strict-json.js';
+import { parseStrictObject } from '../../support/logs/strict-json.js';
 
 /** The lines written, each checked strictly (one JSON object, unique keys at every depth). */
 function capture(level = 'debug') {

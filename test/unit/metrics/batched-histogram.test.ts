@@ -1,7 +1,7 @@
 import { Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
+import { parsePrometheusText, sampleValue } from '../../../harness/prometheus-text.js';
 import { BatchedHistogram } from '../../../src/metrics/batched-histogram.js';
-import { parsePrometheusText, sampleValue } from '../../support/prometheus-text.js';
 
 const BOUNDS = [0.01, 0.05, 0.25, 1];
 const HELP = 'a latency';

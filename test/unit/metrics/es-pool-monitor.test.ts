@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { EsPoolMonitor, esPoolStats, type PoolStats } from '../../../src/metrics/es-pool-monitor.js';
-import { capturedLog, fakeClock } from '../../support/captured-log.js';
+import { capturedLog, fakeClock } from '../../support/logs/captured-log.js';
 
 const stats = (running: number, pending = 0, connected = running): PoolStats => ({
   connected,

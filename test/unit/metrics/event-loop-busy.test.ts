@@ -1,8 +1,8 @@
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
+import { parsePrometheusText, sampleValue } from '../../../harness/prometheus-text.js';
 import { eventLoopBusyCounter } from '../../../src/metrics/event-loop-busy.js';
 import { WorkerMetrics } from '../../../src/metrics/worker-metrics.js';
-import { parsePrometheusText, sampleValue } from '../../support/prometheus-text.js';
 
 const NAME = 'rxingest_nodejs_eventloop_busy_seconds_total';
 const busy = async (registry: Registry) =>

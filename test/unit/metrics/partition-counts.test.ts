@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { parsePrometheusText, sampleValue } from '../../../harness/prometheus-text.js';
 import { PartitionCounts } from '../../../src/metrics/partition-counts.js';
 import { WorkerMetrics } from '../../../src/metrics/worker-metrics.js';
 import type { Done } from '../../../src/model/outcome.js';
-import { parsePrometheusText, sampleValue } from '../../support/prometheus-text.js';
 
 const done = (kind: string, ts?: string, receivedAt?: number) =>
   ({

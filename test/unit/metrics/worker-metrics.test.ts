@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { parsePrometheusText, sampleValue } from '../../../harness/prometheus-text.js';
 import { WorkerMetrics } from '../../../src/metrics/worker-metrics.js';
-import { CONTRACT_METRICS, parsePrometheusText, sampleValue } from '../../support/prometheus-text.js';
+import { CONTRACT_METRICS } from '../../support/metrics/contract-metrics.js';
 
 const metricsWith = () =>
   new WorkerMetrics({ topics: ['in.a', 'in.b'], esMaxConnections: 256, defaultMetrics: false });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isIsoTimestamp } from '../../../src/model/iso-timestamp.js';
-import { prng } from '../../support/random.js';
+import { prng } from '../../support/data/random.js';
 
 /** What the parser checked before: the shape, then V8's own reader. */
 const SHAPE = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { greater, OffsetTracker } from '../../../src/model/offset-tracker.js';
-import { prng, shuffle } from '../../support/random.js';
+import { prng, shuffle } from '../../support/data/random.js';
 
 /** A tracker with these offsets registered (seq 0, 1, 2, … in this order), as the intake would. */
 const tracked = (...offsets: (string | number)[]) => {

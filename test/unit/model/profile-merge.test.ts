@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ProfileUpdate } from '../../../src/model/message.js';
 import { applyUpdate, beats, mergeUpdates, type ProfileDocument } from '../../../src/model/profile-merge.js';
-import { prng, shuffle } from '../../support/random.js';
+import { prng, shuffle } from '../../support/data/random.js';
 
 const upd = (
   id: string,

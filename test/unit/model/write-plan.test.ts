@@ -9,7 +9,7 @@ import {
   writesAlone,
   writesNothing,
 } from '../../../src/model/write-plan.js';
-import { decidedEntry, deleteEntry, label, openEntry, recordFactory } from '../../support/records.js';
+import { decidedEntry, deleteEntry, label, openEntry, recordFactory } from '../../support/data/records.js';
 
 describe('planWrites', () => {
   it('puts open events apart and groups profile updates per client, clients in order of first appearance', () => {

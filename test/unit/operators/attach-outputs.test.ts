@@ -5,7 +5,7 @@ import type { TriggerRule } from '../../../src/config/config.js';
 import type { Outcome } from '../../../src/model/outcome.js';
 import { type Done, decide, type Entry } from '../../../src/model/outcome.js';
 import { type AttachOutputsOptions, attachOutputs } from '../../../src/operators/attach-outputs.js';
-import { deleteEntry, openEntry, recordFactory, TS } from '../../support/records.js';
+import { deleteEntry, openEntry, recordFactory, TS } from '../../support/data/records.js';
 
 const testScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
 

@@ -15,7 +15,7 @@ import type { OutRecord } from '../../../src/model/out-record.js';
 import type { Done } from '../../../src/model/outcome.js';
 import { type Commit, commitInOrder } from '../../../src/operators/commit-in-order.js';
 import type { CommitSink } from '../../../src/sinks/ports.js';
-import { InMemoryCommitSink } from '../../support/in-memory-ports.js';
+import { InMemoryCommitSink } from '../../support/fakes/in-memory-ports.js';
 import { unhandledErrorsOf } from '../support/unhandled-errors.js';
 
 const testScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));

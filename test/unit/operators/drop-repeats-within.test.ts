@@ -3,7 +3,7 @@ import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
 import { decide, type Entry } from '../../../src/model/outcome.js';
 import { dropRepeatsWithin } from '../../../src/operators/drop-repeats-within.js';
-import { deleteEntry, label, openEntry, recordFactory } from '../../support/records.js';
+import { deleteEntry, label, openEntry, recordFactory } from '../../support/data/records.js';
 
 const testScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
 

@@ -17,7 +17,7 @@ import { RecordRejectedError } from '../../../src/model/failures.js';
 import type { IngestMessage } from '../../../src/model/message.js';
 import { decide, type Entry } from '../../../src/model/outcome.js';
 import { type Enrich, enrichInOrder, identityEnrich } from '../../../src/operators/enrich-in-order.js';
-import { deleteEntry, label, openEntry, recordFactory, testRetryPolicy } from '../../support/records.js';
+import { deleteEntry, label, openEntry, recordFactory, testRetryPolicy } from '../../support/data/records.js';
 
 const testScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
 

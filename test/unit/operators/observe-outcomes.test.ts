@@ -2,7 +2,7 @@ import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
 import type { Done } from '../../../src/model/outcome.js';
 import { observeOutcomes } from '../../../src/operators/observe-outcomes.js';
-import { decidedEntry, recordFactory } from '../../support/records.js';
+import { decidedEntry, recordFactory } from '../../support/data/records.js';
 
 const testScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
 

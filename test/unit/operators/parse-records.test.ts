@@ -6,7 +6,7 @@ import type { RawRecord } from '../../../src/model/message.js';
 import type { Entry } from '../../../src/model/outcome.js';
 import { MAX_NESTING_DEPTH } from '../../../src/model/parse.js';
 import { parseRecords } from '../../../src/operators/parse-records.js';
-import { label, recordFactory, TS } from '../../support/records.js';
+import { label, recordFactory, TS } from '../../support/data/records.js';
 
 const testScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
 

@@ -5,8 +5,8 @@ import { type OriginKey, originKeyOf } from '../../../src/model/message.js';
 import { decide, type Entry } from '../../../src/model/outcome.js';
 import { rememberOwners } from '../../../src/operators/remember-owners.js';
 import type { EventKey, KnownCopies } from '../../../src/sinks/ports.js';
-import { InMemoryKnownCopies } from '../../support/in-memory-ports.js';
-import { deleteEntry, label, openEntry, recordFactory } from '../../support/records.js';
+import { deleteEntry, label, openEntry, recordFactory } from '../../support/data/records.js';
+import { InMemoryKnownCopies } from '../../support/fakes/in-memory-ports.js';
 
 const testScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
 

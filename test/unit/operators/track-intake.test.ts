@@ -5,7 +5,7 @@ import type { RawRecord } from '../../../src/model/message.js';
 import { OffsetTracker } from '../../../src/model/offset-tracker.js';
 import type { Entry } from '../../../src/model/outcome.js';
 import { trackIntake } from '../../../src/operators/track-intake.js';
-import { recordFactory } from '../../support/records.js';
+import { recordFactory } from '../../support/data/records.js';
 
 const testScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
 

@@ -7,8 +7,8 @@ import type { MergedUpdate, ProfileDocument } from '../../../src/model/profile-m
 import { writeDocuments } from '../../../src/operators/write-documents.js';
 import { recordBytes } from '../../../src/pushback/intake/bytes-in-flight.js';
 import type { DocumentStore, EventDocument, EventWrite } from '../../../src/sinks/ports.js';
-import { InMemoryDocumentStore } from '../../support/in-memory-ports.js';
-import { deleteEntry, label, openEntry, recordFactory, TS } from '../../support/records.js';
+import { deleteEntry, label, openEntry, recordFactory, TS } from '../../support/data/records.js';
+import { InMemoryDocumentStore } from '../../support/fakes/in-memory-ports.js';
 
 const testScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { ensurePrometheus } from '../../../scripts/prometheus/debian-package.js';
+import { ensurePrometheus } from '../../../harness/debian-package.js';
 
 const run = promisify(execFile);
 const root = join(import.meta.dirname, '..', '..', '..');

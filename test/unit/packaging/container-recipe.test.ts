@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildContext, readRecipe } from '../../support/container-recipe.js';
+import { buildContext, readRecipe } from '../../support/deployments/container-recipe.js';
 
 /**
  * The Dockerfile's shape, read by a Dockerfile parser; the recipe itself is followed and its
- * worker started by test/integration/install-container-recipe.test.ts.
+ * worker started by test/integration/install/install-container-recipe.test.ts.
  */
 const root = join(import.meta.dirname, '..', '..', '..');
 const read = (p: string) => readFileSync(join(root, p), 'utf8');

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { shippedEnv, shippedEnvDefaults, shippedNodeFlags } from '../../../bench/lib/worker.js';
+import { shippedEnv, shippedEnvDefaults, shippedNodeFlags } from '../../../harness/worker/shipped-launch.js';
 
 /**
  * The worker's node flags (its young generation: docs/decisions.md, 12) live on node's command line,

@@ -6,7 +6,7 @@ import {
   type ProducerControl,
   TokenBucket,
 } from '../../../src/producer/index.js';
-import { settle } from '../../support/manual-clock.js';
+import { settle } from '../../support/fakes/manual-clock.js';
 
 /** Sleeping moves virtual time at once; each Kafka request takes `sendMs`. */
 function virtual(sendMs = 1) {

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import { parsePrometheusText, sampleValue } from '../../../harness/prometheus-text.js';
 import { WorkerMetrics } from '../../../src/metrics/worker-metrics.js';
 import { PushbackHolds } from '../../../src/pushback/intake/holds.js';
 import { PartitionPauses } from '../../../src/pushback/intake/partition-pauses.js';
 import { pushbackReactions } from '../../../src/pushback/reactions.js';
-import { capturedLog } from '../../support/captured-log.js';
-import { parsePrometheusText, sampleValue } from '../../support/prometheus-text.js';
+import { capturedLog } from '../../support/logs/captured-log.js';
 
 /** The reactions on a real PartitionPauses over a consumer that records which partitions are paused. */
 function setup() {

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../../../harness/stack.js';
 import { Readiness } from '../../../src/http/readiness.js';
 import { feedHealth, type HealthFeed } from '../../../src/worker/health-feed.js';
-import { capturedLog, fakeClock } from '../../support/captured-log.js';
-import { FakeConsumerEvents, FakePing } from '../../support/fake-health-sources.js';
-import { waitFor } from '../../support/stack.js';
+import { FakeConsumerEvents, FakePing } from '../../support/fakes/fake-health-sources.js';
+import { capturedLog, fakeClock } from '../../support/logs/captured-log.js';
 
 const feeds: HealthFeed[] = [];
 afterEach(() => {

@@ -1,7 +1,7 @@
 import { logLevel } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
 import { kafkaLogCreator } from '../../../src/worker/kafka-log.js';
-import { capturedLog } from '../../support/captured-log.js';
+import { capturedLog } from '../../support/logs/captured-log.js';
 
 /** One kafkajs log entry through the worker's log creator; the pino lines it wrote. */
 function route(level: logLevel, error?: string) {

@@ -1,12 +1,12 @@
 import { pino } from 'pino';
 import { describe, expect, it, vi } from 'vitest';
+import { parsePrometheusText, samples } from '../../../harness/prometheus-text.js';
 import { WorkerMetrics } from '../../../src/metrics/worker-metrics.js';
 import { PartitionPauses } from '../../../src/pushback/intake/partition-pauses.js';
 import { createRetryPolicy } from '../../../src/retry/retry-policy.js';
 import { CommitFailedError, PartitionLostError } from '../../../src/sinks/kafka/transactional-committer.js';
 import { PartitionRegistry } from '../../../src/worker/partition-registry.js';
 import type { PartitionRunner, RunnerEnd } from '../../../src/worker/partition-runner.js';
-import { parsePrometheusText, samples } from '../../support/prometheus-text.js';
 
 /** A runner double: start() resolves at once; the test ends it as the real one would end. */
 class FakeRunner {

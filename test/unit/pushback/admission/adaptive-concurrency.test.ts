@@ -4,9 +4,9 @@ import {
   AdaptiveConcurrencyLimiter,
   type ConcurrencyPermit,
 } from '../../../../src/pushback/admission/adaptive-concurrency.js';
-import { ManualClock, settle } from '../../../support/manual-clock.js';
-import { prng } from '../../../support/random.js';
-import { SimulatedDestination } from '../../../support/simulated-destination.js';
+import { prng } from '../../../support/data/random.js';
+import { ManualClock, settle } from '../../../support/fakes/manual-clock.js';
+import { SimulatedDestination } from '../../../support/fakes/simulated-destination.js';
 
 const settings = (s: Partial<AdaptiveConcurrencySettings> = {}): AdaptiveConcurrencySettings => ({
   initial: 4,

@@ -5,7 +5,7 @@ import {
   CircuitBreaker,
   DEFAULT_CIRCUIT_BREAKER,
 } from '../../../../src/pushback/admission/circuit-breaker.js';
-import { ManualClock } from '../../../support/manual-clock.js';
+import { ManualClock } from '../../../support/fakes/manual-clock.js';
 
 /**
  * A destination on a manual clock: a liveness check answers at once unless the destination

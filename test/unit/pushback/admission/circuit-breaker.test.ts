@@ -6,7 +6,7 @@ import {
   type BreakerTicket,
   CircuitBreaker,
 } from '../../../../src/pushback/admission/circuit-breaker.js';
-import { ManualClock, settle } from '../../../support/manual-clock.js';
+import { ManualClock, settle } from '../../../support/fakes/manual-clock.js';
 
 const settings = (s: Partial<CircuitBreakerSettings> = {}): CircuitBreakerSettings => ({
   windowMs: 10_000,

@@ -4,7 +4,7 @@ import { AdaptiveConcurrencyLimiter } from '../../../../src/pushback/admission/a
 import { CircuitBreaker } from '../../../../src/pushback/admission/circuit-breaker.js';
 import { AdmissionGate } from '../../../../src/pushback/admission/request-gate.js';
 import { bulkOutcome, errorOutcome } from '../../../../src/sinks/elasticsearch/request-outcome.js';
-import { ManualClock, settle } from '../../../support/manual-clock.js';
+import { ManualClock, settle } from '../../../support/fakes/manual-clock.js';
 
 function gate(opts: { limit?: number; slowCallMs?: number } = {}) {
   const clock = new ManualClock();

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { nextHotSet } from '../../../../src/pushback/hot-clients/hot-set-policy.js';
 import { SpaceSaving } from '../../../../src/pushback/hot-clients/space-saving.js';
-import { prng } from '../../../support/random.js';
+import { prng } from '../../../support/data/random.js';
 
 describe('SpaceSaving', () => {
   it('finds the heavy hitters of a skewed stream with memory bounded by its capacity', () => {

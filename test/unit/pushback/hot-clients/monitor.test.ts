@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { HotClientMonitor, HotClientSampler } from '../../../../src/pushback/hot-clients/monitor.js';
 import type { HeavyHitter } from '../../../../src/pushback/hot-clients/space-saving.js';
-import { ManualClock } from '../../../support/manual-clock.js';
+import { ManualClock } from '../../../support/fakes/manual-clock.js';
 
 const settings = { enterRatePerSec: 10, leaveRatePerSec: 5, spread: 4, sketchSize: 8, intervalMs: 1000 };
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { LagMonitor } from '../../../../src/pushback/lag/monitor.js';
 import type { TopicLagSample } from '../../../../src/pushback/lag/sampler.js';
-import { ManualClock } from '../../../support/manual-clock.js';
+import { ManualClock } from '../../../support/fakes/manual-clock.js';
 
 const policy = { lagHigh: 1000, lagLow: 100, headroom: 0.2, minRatePerSec: 10 };
 

@@ -3,7 +3,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { setHeapGrowth } from '../../../../src/pushback/memory/heap-growth.js';
 
-const churn = new URL('../../../support/heap-churn.ts', import.meta.url).pathname;
+const churn = new URL('../../../support/probes/heap-churn.ts', import.meta.url).pathname;
 
 /** Each major GC of a churning child as [MB in use before, MB alive after], from --trace-gc. */
 async function majorGcs(growthPercent: number): Promise<[number, number][]> {

@@ -6,7 +6,7 @@ import {
   onMajorGc,
   v8HeapReader,
 } from '../../../../src/pushback/memory/heap-guard.js';
-import { ManualClock } from '../../../support/manual-clock.js';
+import { ManualClock } from '../../../support/fakes/manual-clock.js';
 
 const MB = 1024 * 1024;
 

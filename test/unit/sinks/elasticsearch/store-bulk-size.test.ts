@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { createRetryPolicy } from '../../../../src/retry/retry-policy.js';
 import { ElasticsearchDocumentStore } from '../../../../src/sinks/elasticsearch/document-store.js';
-import { bulkLines } from '../../../support/bulk-body.js';
+import { bulkLines } from '../../../support/fakes/bulk-body.js';
 
 const event = (id: string) => ({
   id,

@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { createRetryPolicy } from '../../../../src/retry/retry-policy.js';
 import { ElasticsearchDocumentStore } from '../../../../src/sinks/elasticsearch/document-store.js';
 import { mgetOutcome } from '../../../../src/sinks/elasticsearch/request-outcome.js';
-import { capturedLog } from '../../../support/captured-log.js';
-import { FlakyBulkClient } from '../../../support/flaky-bulk-client.js';
-import { RecordingGate } from '../../../support/recording-gate.js';
+import { FlakyBulkClient } from '../../../support/fakes/flaky-bulk-client.js';
+import { RecordingGate } from '../../../support/fakes/recording-gate.js';
+import { capturedLog } from '../../../support/logs/captured-log.js';
 
 const event = (id: string) => ({
   id,

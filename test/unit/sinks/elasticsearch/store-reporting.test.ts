@@ -1,12 +1,12 @@
 import { errors } from '@elastic/elasticsearch';
 import { describe, expect, it } from 'vitest';
+import { parsePrometheusText, sampleValue } from '../../../../harness/prometheus-text.js';
 import { WorkerMetrics } from '../../../../src/metrics/worker-metrics.js';
 import { createRetryPolicy } from '../../../../src/retry/retry-policy.js';
 import { ElasticsearchDocumentStore } from '../../../../src/sinks/elasticsearch/document-store.js';
 import { requestRetryReason } from '../../../../src/sinks/elasticsearch/observer.js';
-import { capturedLog } from '../../../support/captured-log.js';
-import { FlakyBulkClient } from '../../../support/flaky-bulk-client.js';
-import { parsePrometheusText, sampleValue } from '../../../support/prometheus-text.js';
+import { FlakyBulkClient } from '../../../support/fakes/flaky-bulk-client.js';
+import { capturedLog } from '../../../support/logs/captured-log.js';
 
 const event = (id: string) => ({
   id,

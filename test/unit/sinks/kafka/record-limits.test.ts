@@ -13,7 +13,7 @@ import {
   VALUE_TRUNCATED,
 } from '../../../../src/sinks/kafka/record-limits.js';
 import { deadLetterOf } from '../../../../src/tools/dlq/dead-letter.js';
-import { prng } from '../../../support/random.js';
+import { prng } from '../../../support/data/random.js';
 
 /**
  * The sizing that keeps a too-large record out of a commit's transaction. The estimate is

@@ -1,7 +1,7 @@
 import type { Admin } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
 import { BROKER_DEFAULT_MAX_MESSAGE_BYTES, TopicLimits } from '../../../../src/sinks/kafka/topic-limits.js';
-import { capturedLog } from '../../../support/captured-log.js';
+import { capturedLog } from '../../../support/logs/captured-log.js';
 
 type Resource = { type: number; name: string; configNames: string[] };
 

@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { type BreakerChange, CircuitBreaker } from '../../../../src/pushback/admission/circuit-breaker.js';
 import { BreakerCallGate } from '../../../../src/pushback/admission/request-gate.js';
 import { RedisKnownCopies, redisFailureReason } from '../../../../src/sinks/redis/known-copies.js';
-import { capturedLog } from '../../../support/captured-log.js';
-import { fakeRedis } from '../../../support/fake-redis.js';
-import { ManualClock } from '../../../support/manual-clock.js';
+import { fakeRedis } from '../../../support/fakes/fake-redis.js';
+import { ManualClock } from '../../../support/fakes/manual-clock.js';
+import { capturedLog } from '../../../support/logs/captured-log.js';
 
 const event = (id: string) => ({ id, ts: '2026-11-30T12:00:00.000Z' });
 

@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { CircuitBreaker } from '../../../../src/pushback/admission/circuit-breaker.js';
 import { BreakerCallGate } from '../../../../src/pushback/admission/request-gate.js';
 import { RedisKnownCopies } from '../../../../src/sinks/redis/known-copies.js';
-import { capturedLog } from '../../../support/captured-log.js';
-import { fakeRedis } from '../../../support/fake-redis.js';
+import { fakeRedis } from '../../../support/fakes/fake-redis.js';
+import { capturedLog } from '../../../support/logs/captured-log.js';
 
 const TTL = 60_000;
 const event = (id: string) => ({ id, ts: '2026-11-30T12:00:00.000Z' });
