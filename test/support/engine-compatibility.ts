@@ -12,15 +12,7 @@ import { freePort } from './extra-es-node.js';
 import { Pipeline } from './pipeline.js';
 import { kafkaClient, stackEnv, waitFor } from './stack.js';
 import { runCli, runWorkerUntilCaughtUp, pipeline as toolDeployment } from './tool-deployment.js';
-import { scrapedSum } from './worker-observation.js';
-
-const readLog = (file: string) => {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch {
-    return '';
-  }
-};
+import { linesStarting, scrapedSum } from './worker-observation.js';
 
 const event = (clientId: string, data: Record<string, unknown>): WorkloadRecord => {
   const id = randomUUID();
@@ -161,30 +153,33 @@ export function engineCompatibility(spec: EngineSpec): void {
       expect(report).toMatchObject({ lost: 0, duplicated: 0 });
     });
 
-    it('frozen (SIGSTOP) under load: the breaker opens, and once thawed everything lands', async () => {
+    it('frozen (SIGSTOP) under load, at the shipped defaults: the breaker opens within 5 s, and once thawed everything lands', async () => {
       const p = await Pipeline.create(`compat-frozen-${spec.engine.product}${spec.engine.major}`, {
         partitions: 4,
         servers: servers(),
+        asShipped: true,
       });
       const port = await freePort(19600);
       try {
-        const w = p.spawn('w', { ...p.controlEnv(port), ES_REQUEST_TIMEOUT_MS: '5000' });
-        await waitFor('the worker to start', () => /"msg":"worker started"/.test(readLog(w.logFile)), {
-          timeoutMs: 60_000,
-        });
+        const w = p.spawn('w', p.controlEnv(port));
+        // Traffic flowing and some of it committed: the freeze comes in the middle of it.
+        const producing = p.produce(traffic(90, 4_000, { ratePerSec: 1_000 }));
+        await p.waitCommitted(800, 60_000);
         await server!.freeze();
         const frozenAt = Date.now();
         try {
-          const producing = p.produce(traffic(90, 2_000));
-          await waitFor(
-            'the breaker open',
-            async () => (await scrapedSum(port, 'rxingest_breaker_state', { target: 'elasticsearch' })) === 2,
-            { timeoutMs: 30_000, intervalMs: 200 },
+          const opened = await waitFor(
+            'the breaker to open',
+            () => linesStarting(w, 'Elasticsearch circuit breaker open')[0],
+            { timeoutMs: 30_000, intervalMs: 50 },
           );
-          console.info(`${label}: breaker open ${Date.now() - frozenAt} ms after the freeze`);
+          const openLatencyMs = opened.time - frozenAt;
+          console.info(`${label}: breaker open ${openLatencyMs} ms after the freeze`);
+          expect(await scrapedSum(port, 'rxingest_breaker_state', { target: 'elasticsearch' })).toBe(2);
           expect(await p.committedAtEnd(), 'the input not committed past while the engine is frozen').toBe(
             false,
           );
+          expect(openLatencyMs, 'breaker open after the freeze (ms)').toBeLessThan(5_000);
           await producing;
         } finally {
           await server!.thaw();
