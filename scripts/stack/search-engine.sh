@@ -168,7 +168,7 @@ es_up() {
   if port_open "$ES_PORT"; then
     say "$engine_label: something already listens on 127.0.0.1:$ES_PORT; using it"; return 0
   fi
-  if [ "$SEARCH_SECURE" = 1 ]; then os_secure_fetch; else engine_fetch; fi
+  if [ "$SEARCH_SECURE" = 1 ] && [ "$SEARCH_ENGINE" = opensearch ]; then os_secure_fetch; else engine_fetch; fi
   local jh; jh=$(java_home_for_engine) || die "$engine_label $engine_version needs $(java_wanted); none found under /usr/lib/jvm"
   # The integ-test-zip lacks the rest-root module, so `GET /` answers 405; our small plugin
   # restores the usual banner (version, tagline). It is built against Elasticsearch 9's API.

@@ -162,9 +162,11 @@ export function engineCompatibility(spec: EngineSpec): void {
       const port = await freePort(19600);
       try {
         const w = p.spawn('w', p.controlEnv(port));
-        // Traffic flowing and some of it committed: the freeze comes in the middle of it.
-        const producing = p.produce(traffic(90, 4_000, { ratePerSec: 1_000 }));
-        await p.waitCommitted(800, 60_000);
+        await waitFor('the worker ready', () => linesStarting(w, 'ready')[0], { timeoutMs: 60_000 });
+        // About 8 s of traffic, some of it committed: the freeze comes in the middle of it (the
+        // breaker watches requests that wait; with none in flight there is nothing to open for).
+        const producing = p.produce(traffic(90, 8_000, { ratePerSec: 1_000 }));
+        await p.waitCommitted(1_000, 60_000);
         await server!.freeze();
         const frozenAt = Date.now();
         try {

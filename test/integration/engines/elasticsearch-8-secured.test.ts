@@ -1,3 +1,6 @@
-import { securedEngine } from '../../support/engine-secured.js';
+import { engineSecondNode } from '../../support/engine-second-node.js';
 
-securedEngine({ engine: { product: 'elasticsearch', major: 8, version: '8.19.8' }, port: 19460 });
+engineSecondNode(
+  { engine: { product: 'elasticsearch', major: 8, version: '8.19.8' }, port: 19460 },
+  { secure: true },
+);

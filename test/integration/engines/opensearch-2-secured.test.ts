@@ -1,6 +1,6 @@
-import { securedEngine } from '../../support/engine-secured.js';
+import { engineSecondNode } from '../../support/engine-second-node.js';
 
-securedEngine(
+engineSecondNode(
   { engine: { product: 'opensearch', major: 2, version: '2.19.4' }, port: 19440 },
-  { refusedStarts: true },
+  { secure: true, refusedStarts: true },
 );

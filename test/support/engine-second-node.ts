@@ -26,88 +26,87 @@ async function rejections(es: Client): Promise<number> {
   }, 0);
 }
 
-export interface SecuredOptions {
+export interface SecondNodeOptions {
+  /** TLS with a CA and basic auth as admin (OpenSearch's security plugin, Elasticsearch's x-pack security). */
+  readonly secure: boolean;
   /** Also a wrong password and an unknown CA, each refused at start in one line. */
   readonly refusedStarts?: boolean;
 }
 
 /**
- * The compatibility run's second node of an engine: secured (TLS with a CA, basic auth as
- * admin: OpenSearch's security plugin, Elasticsearch's x-pack security) and with a tiny write
- * capacity (a 64 kB indexing-pressure limit, one write thread, a write queue of four), so that
- * one start serves both: a worker and reconcile with user, password and CA reach the
- * contract's state, and a 429 storm is retried until everything lands, nothing dead-lettered.
+ * The compatibility run's second node of an engine, with a tiny write capacity (a 64 kB
+ * indexing-pressure limit, one write thread, a write queue of four): a 429 storm is retried
+ * until everything lands, nothing dead-lettered. Secured, the same start also serves a worker
+ * and reconcile with user, password and CA reaching the contract's state.
  */
-export function securedEngine(spec: Omit<EngineSpec, 'secure' | 'settings'>, options: SecuredOptions = {}) {
+export function engineSecondNode(spec: Omit<EngineSpec, 'secure' | 'settings'>, options: SecondNodeOptions) {
   const label = engineLabel(spec.engine);
   const tag = `${spec.engine.product}${spec.engine.major}`;
-  describe(`${label}, secured, with a tiny write capacity (compatibility run)`, () => {
+  const secured = options.secure ? ', secured,' : '';
+  describe(`${label}${secured} with a tiny write capacity (compatibility run)`, () => {
     let server: EngineServer | undefined;
     let es: Client;
-    const credentials = () => ({
-      ES_NODE: server!.url,
-      ES_USERNAME: 'admin',
-      ES_PASSWORD: server!.password!,
-      ES_CA_CERT: server!.caFile!,
-    });
+    const credentials = (): Record<string, string> =>
+      options.secure
+        ? {
+            ES_NODE: server!.url,
+            ES_USERNAME: 'admin',
+            ES_PASSWORD: server!.password!,
+            ES_CA_CERT: server!.caFile!,
+          }
+        : { ES_NODE: server!.url };
+    const security = () =>
+      options.secure
+        ? {
+            auth: { username: 'admin', password: server!.password! },
+            caCert: readFileSync(server!.caFile!, 'utf8'),
+          }
+        : {};
     const pipeline = (prefix: string, partitions: number, env: Record<string, string> = {}) =>
       Pipeline.create(prefix, {
         partitions,
         env: { ...credentials(), ...env },
-        servers: {
-          ...stackEnv,
-          esNode: server!.url,
-          engine: spec.engine,
-          esSecurity: {
-            auth: { username: 'admin', password: server!.password! },
-            caCert: readFileSync(server!.caFile!, 'utf8'),
-          },
-        },
+        servers: { ...stackEnv, esNode: server!.url, engine: spec.engine, esSecurity: security() },
       });
 
     beforeAll(async () => {
       server = await startEngine({
         ...spec,
-        secure: true,
+        secure: options.secure,
         settings: {
           'indexing_pressure.memory.limit': '64kb',
           'thread_pool.write.size': 1,
           'thread_pool.write.queue_size': 4,
         },
       });
-      es = createElasticsearch(
-        {
-          node: server.url,
-          auth: { username: 'admin', password: server.password! },
-          caCert: readFileSync(server.caFile!, 'utf8'),
-        },
-        { requestTimeout: 60_000 },
-        spec.engine,
-      );
-      console.info(`secured ${label} up on ${server.url} in ${server.startMs} ms`);
+      es = createElasticsearch({ node: server.url, ...security() }, { requestTimeout: 60_000 }, spec.engine);
+      console.info(`${label}${secured} up on ${server.url} in ${server.startMs} ms`);
     });
     afterAll(async () => {
       await es?.close();
       await server?.stop();
     });
 
-    it('a worker and reconcile with user, password and CA reach the contract state', async () => {
-      const p = await pipeline(`compat-secured-${tag}`, 2);
-      try {
-        const worker = p.spawn('worker');
-        await p.produce(
-          planWorkload({ seed: 52, count: 1_000, ratePerSec: 5_000, clients: 40, poisonShare: 0.01 }),
-        );
-        await p.waitForEnd();
-        await p.assertContract(p.expected());
-        const rec = await runCli(['reconcile', '--json'], p.env);
-        expect(rec.code, rec.stderr).toBe(0);
-        worker.child.kill('SIGTERM');
-        expect(await worker.exited).toBe(0);
-      } finally {
-        await p.cleanup();
-      }
-    });
+    it.runIf(options.secure)(
+      'a worker and reconcile with user, password and CA reach the contract state',
+      async () => {
+        const p = await pipeline(`compat-secured-${tag}`, 2);
+        try {
+          const worker = p.spawn('worker');
+          await p.produce(
+            planWorkload({ seed: 52, count: 1_000, ratePerSec: 5_000, clients: 40, poisonShare: 0.01 }),
+          );
+          await p.waitForEnd();
+          await p.assertContract(p.expected());
+          const rec = await runCli(['reconcile', '--json'], p.env);
+          expect(rec.code, rec.stderr).toBe(0);
+          worker.child.kill('SIGTERM');
+          expect(await worker.exited).toBe(0);
+        } finally {
+          await p.cleanup();
+        }
+      },
+    );
 
     it('writes refused with 429: the worker retries until everything lands, with the contract state', async () => {
       const p = await pipeline(`compat-429-${tag}`, 4, { BATCH_MAX: '1000' });
@@ -135,7 +134,11 @@ export function securedEngine(spec: Omit<EngineSpec, 'secure' | 'settings'>, opt
     it.runIf(options.refusedStarts)(
       'a wrong password or an unknown CA stops the start with one line naming the server, without the secret',
       async () => {
-        const base = { ...credentials(), HTTP_PORT: '0', INGEST_TOPICS: 'compat-secured-unused' };
+        const base: Record<string, string> = {
+          ...credentials(),
+          HTTP_PORT: '0',
+          INGEST_TOPICS: 'compat-secured-unused',
+        };
         const wrong = await runCli(['worker'], { ...base, ES_PASSWORD: 'Wrong-Passw0rd-x1' });
         expect(wrong.code).not.toBe(0);
         expect(wrong.stderr.trim().split('\n').at(-1)).toBe(
