@@ -12,7 +12,8 @@
 #                           <state>/search-admin-password, the CA in <state>/search-ca.pem.
 #                           OpenSearch: its security plugin (from Maven Central) with the
 #                           plugin's demo certificates. Elasticsearch: x-pack security with a
-#                           file-realm superuser and a CA and certificate made here (openssl).
+#                           file-realm superuser and a CA and certificate made here (openssl),
+#                           and an API key of admin's in <state>/search-api-key.
 #                           (The secured stack with Kafka and Redis too is `--secure`.)
 # The pid file is <state>/elasticsearch.pid and `down elasticsearch` stops it, whichever engine.
 
@@ -31,8 +32,8 @@ engine_major=${engine_version%%.*}
 es_home="$CACHE/elasticsearch-$ES_VERSION"
 engine_home="$CACHE/$engine_bin-$engine_version"
 SEARCH_SECURE=${RXINGEST_SEARCH_SECURE:-0}
-if [ "$SEARCH_SECURE" = 1 ] && [ "$SEARCH_ENGINE" = opensearch ]; then
-  plain_home=$engine_home engine_home="$CACHE/opensearch-$engine_version-secure"
+if [ "$SEARCH_SECURE" = 1 ]; then
+  plain_home=$engine_home engine_home="$CACHE/$engine_bin-$engine_version-secure"
 fi
 engine_scheme=http; [ "$SEARCH_SECURE" = 1 ] && engine_scheme=https
 
@@ -114,6 +115,30 @@ es_secure_config() {
   printf '%s' "$pw" > "$STATE/search-admin-password"; chmod 600 "$STATE/search-admin-password"
 }
 
+# A copy of the Elasticsearch home with the analysis components the .security index needs
+# (API keys live there), which the integ-test-zip lacks: our stand-in plugin, built against
+# that version (the secured stack's plugin, scripts/stack/es-security-analysis-plugin).
+es_secure_fetch() {
+  local secure_home=$engine_home jh; engine_home=$plain_home; engine_fetch; engine_home=$secure_home
+  jh=$(java_home_for_es) || die "Elasticsearch $engine_version needs $(java_wanted); none found under /usr/lib/jvm"
+  if [ ! -x "$engine_home/bin/elasticsearch" ]; then
+    rm -rf "$engine_home.tmp"; cp -a "$plain_home" "$engine_home.tmp" && mv "$engine_home.tmp" "$engine_home" \
+      || die "Elasticsearch (secured): could not copy $plain_home to $engine_home"
+  fi
+  ES_JAVA_HOME="$jh" bash "$here/scripts/stack/install-es-root-plugin.sh" "$engine_home" "$CACHE" es-security-analysis-plugin \
+    || die "Elasticsearch (secured): the security-analysis plugin could not be built or installed (see above)"
+}
+# An API key of admin's (the .security index made on the way), for the clients that use one.
+es_secure_api_key() {
+  local answer key
+  answer=$(engine_curl -m 60 -X POST "https://127.0.0.1:$ES_PORT/_security/api_key" \
+    -H 'Content-Type: application/json' -d '{"name":"rxingest-dev"}') \
+    || fail_with "Elasticsearch (secured)" "no API key could be made" "$LOGS/elasticsearch.log"
+  key=$(printf '%s' "$answer" | sed -n 's/.*"encoded" *: *"\([^"]*\)".*/\1/p')
+  [ -n "$key" ] || die "Elasticsearch (secured): the API key answer has no encoded key"
+  printf '%s' "$key" > "$STATE/search-api-key"; chmod 600 "$STATE/search-api-key"
+}
+
 # The secured stack (Elasticsearch only) fetches through this name.
 es_fetch() {
   local engine_home="$es_home" engine_bin=elasticsearch engine_label=Elasticsearch engine_version=$ES_VERSION
@@ -168,12 +193,14 @@ es_up() {
   if port_open "$ES_PORT"; then
     say "$engine_label: something already listens on 127.0.0.1:$ES_PORT; using it"; return 0
   fi
-  if [ "$SEARCH_SECURE" = 1 ] && [ "$SEARCH_ENGINE" = opensearch ]; then os_secure_fetch; else engine_fetch; fi
+  if [ "$SEARCH_SECURE" = 1 ] && [ "$SEARCH_ENGINE" = opensearch ]; then os_secure_fetch
+  elif [ "$SEARCH_SECURE" = 1 ]; then es_secure_fetch
+  else engine_fetch; fi
   local jh; jh=$(java_home_for_engine) || die "$engine_label $engine_version needs $(java_wanted); none found under /usr/lib/jvm"
   # The integ-test-zip lacks the rest-root module, so `GET /` answers 405; our small plugin
   # restores the usual banner (version, tagline). It is built against Elasticsearch 9's API.
   if [ "$SEARCH_ENGINE" = elasticsearch ] && [ "$engine_major" -ge 9 ]; then
-    ES_JAVA_HOME="$jh" bash "$here/scripts/stack/install-es-root-plugin.sh" "$es_home" "$CACHE" \
+    ES_JAVA_HOME="$jh" bash "$here/scripts/stack/install-es-root-plugin.sh" "$engine_home" "$CACHE" \
       || die "Elasticsearch: the root-endpoint plugin could not be built or installed (see above)"
   fi
   local run; run=$(es_run_dir)
@@ -208,6 +235,7 @@ es_up() {
     pid_alive "$STATE/elasticsearch.pid" || fail_with "$engine_label" "the JVM exited" "$log"
     fail_with "$engine_label" "cluster not green/yellow on port $ES_PORT after 180 s" "$log"
   }
+  if [ "$SEARCH_SECURE" = 1 ] && [ "$SEARCH_ENGINE" = elasticsearch ]; then es_secure_api_key; fi
 }
 es_ready() {
   engine_curl "$engine_scheme://127.0.0.1:$ES_PORT/_cluster/health?wait_for_status=yellow&timeout=1s" >/dev/null 2>&1

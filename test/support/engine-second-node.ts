@@ -87,12 +87,16 @@ export function engineSecondNode(spec: Omit<EngineSpec, 'secure' | 'settings'>, 
       await server?.stop();
     });
 
+    const withKey = spec.engine.product === 'elasticsearch';
     it.runIf(options.secure)(
-      'a worker and reconcile with user, password and CA reach the contract state',
+      `a worker (${withKey ? 'API key' : 'user and password'} and CA) and reconcile (user, password and CA) reach the contract state`,
       async () => {
         const p = await pipeline(`compat-secured-${tag}`, 2);
         try {
-          const worker = p.spawn('worker');
+          // On Elasticsearch the worker uses admin's API key instead (made by the stack).
+          const worker = withKey
+            ? p.spawn('worker', { ES_API_KEY: server!.apiKey!, ES_USERNAME: '', ES_PASSWORD: '' })
+            : p.spawn('worker');
           await p.produce(
             planWorkload({ seed: 52, count: 1_000, ratePerSec: 5_000, clients: 40, poisonShare: 0.01 }),
           );

@@ -23,6 +23,8 @@ export interface EngineServer {
   /** Secured: the CA's PEM file and admin's password. */
   readonly caFile?: string;
   readonly password?: string;
+  /** Secured Elasticsearch: an API key of admin's (encoded). */
+  readonly apiKey?: string;
   /** From `up` to the cluster answering yellow (the first run includes the download). */
   readonly startMs: number;
   stop(): Promise<void>;
@@ -86,6 +88,9 @@ export async function startEngine(spec: EngineSpec): Promise<EngineServer> {
     ...(spec.secure && {
       caFile,
       password: readFileSync(join(stateDir, 'search-admin-password'), 'utf8'),
+      ...(spec.engine.product === 'elasticsearch' && {
+        apiKey: readFileSync(join(stateDir, 'search-api-key'), 'utf8'),
+      }),
     }),
     startMs: Date.now() - started,
     stop: async () => {
