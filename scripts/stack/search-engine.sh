@@ -85,9 +85,9 @@ engine_curl() {
   else curl -fsS -m 2 "$@"; fi
 }
 
-# Elasticsearch with x-pack security, in the node's config folder CONF: TLS on HTTP with a CA
-# and server certificate made anew at every `up` (openssl), and a file-realm superuser admin
-# with a random password. The .security index is never needed, so the integ-test-zip is enough.
+# Elasticsearch with x-pack security (the integ-test-zip has it), in the node's config folder
+# CONF: TLS on HTTP with a CA and server certificate made anew at every `up` (openssl), and a
+# file-realm superuser admin with a random password.
 es_secure_config() {
   local conf=$1 jh=$2 c="$STATE/search-certs" log="$LOGS/search-secure.log"
   command -v openssl >/dev/null || die "Elasticsearch (secured): openssl is needed to make the certificates"
