@@ -184,10 +184,10 @@ export function demoCommand(): Command {
       say(`  dead letters                     ${final.deadLetters}  (to ${config.kafka.dlqTopic})`);
       say(`  triggers sent                    ${final.triggers}  (to ${config.kafka.triggersTopic})`);
       say(
-        `  ${store} ${config.elasticsearch.eventsIndex.padEnd(18)} ${await count(config.elasticsearch.eventsIndex)} documents`,
+        `  ${`${store} ${config.elasticsearch.eventsIndex}`.padEnd(32)} ${await count(config.elasticsearch.eventsIndex)} documents`,
       );
       say(
-        `  ${store} ${config.elasticsearch.profilesIndex.padEnd(18)} ${await count(config.elasticsearch.profilesIndex)} documents`,
+        `  ${`${store} ${config.elasticsearch.profilesIndex}`.padEnd(32)} ${await count(config.elasticsearch.profilesIndex)} documents`,
       );
       say(
         `  (index totals include earlier runs)  check: curl -s '${redactUrl(config.elasticsearch.node)}/${config.elasticsearch.eventsIndex}/_count'`,
