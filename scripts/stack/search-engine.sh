@@ -8,10 +8,13 @@
 #   ES_EXTRA_SETTINGS       lines added to its elasticsearch.yml / opensearch.yml (key: value)
 #   ES_JAVA_HOME / OPENSEARCH_JAVA_HOME   the JDK (else found under /usr/lib/jvm:
 #                           Elasticsearch and OpenSearch 3 need 21+, OpenSearch 2 runs on 11-21)
-#   RXINGEST_SEARCH_SECURE=1  OpenSearch with its security plugin (from Maven Central): TLS
-#                           and basic auth with the plugin's demo certificates; user admin, its
-#                           password in <state>/opensearch-admin-password, the CA in
-#                           <state>/opensearch-ca.pem. (The secured Elasticsearch is `--secure`.)
+#   RXINGEST_SEARCH_SECURE=1  TLS and basic auth, user admin: its password in
+#                           <state>/search-admin-password, the CA in <state>/search-ca.pem.
+#                           OpenSearch: its security plugin (from Maven Central) with the
+#                           plugin's demo certificates. Elasticsearch: x-pack security with a
+#                           file-realm superuser and a CA and certificate made here (openssl),
+#                           and an API key of admin's in <state>/search-api-key.
+#                           (The secured stack with Kafka and Redis too is `--secure`.)
 # The pid file is <state>/elasticsearch.pid and `down elasticsearch` stops it, whichever engine.
 
 SEARCH_ENGINE=${RXINGEST_SEARCH_ENGINE:-elasticsearch}
@@ -30,8 +33,7 @@ es_home="$CACHE/elasticsearch-$ES_VERSION"
 engine_home="$CACHE/$engine_bin-$engine_version"
 SEARCH_SECURE=${RXINGEST_SEARCH_SECURE:-0}
 if [ "$SEARCH_SECURE" = 1 ]; then
-  [ "$SEARCH_ENGINE" = opensearch ] || die "RXINGEST_SEARCH_SECURE=1 is for OpenSearch; the secured Elasticsearch is: bash scripts/stack.sh up --secure"
-  plain_home=$engine_home engine_home="$CACHE/opensearch-$engine_version-secure"
+  plain_home=$engine_home engine_home="$CACHE/$engine_bin-$engine_version-secure"
 fi
 engine_scheme=http; [ "$SEARCH_SECURE" = 1 ] && engine_scheme=https
 
@@ -79,8 +81,62 @@ os_secure_fetch() {
 }
 engine_curl() {
   if [ "$SEARCH_SECURE" = 1 ]; then
-    curl -fsS -m 2 --cacert "$STATE/opensearch-ca.pem" -u "admin:$(cat "$STATE/opensearch-admin-password" 2>/dev/null)" "$@"
+    curl -fsS -m 2 --cacert "$STATE/search-ca.pem" -u "admin:$(cat "$STATE/search-admin-password" 2>/dev/null)" "$@"
   else curl -fsS -m 2 "$@"; fi
+}
+
+# Elasticsearch with x-pack security (the integ-test-zip has it), in the node's config folder
+# CONF: TLS on HTTP with a CA and server certificate made anew at every `up` (openssl), and a
+# file-realm superuser admin with a random password.
+es_secure_config() {
+  local conf=$1 jh=$2 c="$STATE/search-certs" log="$LOGS/search-secure.log"
+  command -v openssl >/dev/null || die "Elasticsearch (secured): openssl is needed to make the certificates"
+  rm -rf "$c"; mkdir -p "$c"
+  {
+    openssl req -x509 -new -noenc -newkey rsa:2048 -days 30 -subj "/CN=rxingest search CA" \
+      -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+      -keyout "$c/ca.key" -out "$c/ca.crt"
+    openssl req -new -noenc -newkey rsa:2048 -subj "/CN=rxingest-search" -keyout "$c/server.key" -out "$c/server.csr"
+    printf '%s\n' "subjectAltName=DNS:localhost,IP:127.0.0.1" "basicConstraints=CA:FALSE" \
+      "keyUsage=critical,digitalSignature,keyEncipherment" "extendedKeyUsage=serverAuth" > "$c/server.ext"
+    openssl x509 -req -in "$c/server.csr" -CA "$c/ca.crt" -CAkey "$c/ca.key" -CAcreateserial -days 30 \
+      -extfile "$c/server.ext" -out "$c/server.crt"
+  } > "$log" 2>&1 || fail_with "Elasticsearch (secured)" "openssl could not make the certificates" "$log"
+  mkdir -p "$conf/certs"; cp "$c/ca.crt" "$c/server.crt" "$c/server.key" "$conf/certs/"
+  sed -i 's/^xpack.security.enabled: false$/xpack.security.enabled: true/' "$conf/elasticsearch.yml"
+  printf '%s\n' "xpack.security.http.ssl.enabled: true" "xpack.security.http.ssl.key: certs/server.key" \
+    "xpack.security.http.ssl.certificate: certs/server.crt" \
+    'xpack.security.http.ssl.certificate_authorities: [ "certs/ca.crt" ]' >> "$conf/elasticsearch.yml"
+  # Strong enough for any password rule; a development stack's secret, kept beside it.
+  local pw; pw="Rx$(head -c 18 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c 16)-9a"
+  ES_JAVA_HOME="$jh" ES_PATH_CONF="$conf" "$engine_home/bin/elasticsearch-users" useradd admin -p "$pw" -r superuser \
+    >> "$log" 2>&1 || fail_with "Elasticsearch (secured)" "elasticsearch-users could not add the user admin" "$log"
+  cp "$c/ca.crt" "$STATE/search-ca.pem"
+  printf '%s' "$pw" > "$STATE/search-admin-password"; chmod 600 "$STATE/search-admin-password"
+}
+
+# A copy of the Elasticsearch home with the analysis components the .security index needs
+# (API keys live there), which the integ-test-zip lacks: our stand-in plugin, built against
+# that version (the secured stack's plugin, scripts/stack/es-security-analysis-plugin).
+es_secure_fetch() {
+  local secure_home=$engine_home jh; engine_home=$plain_home; engine_fetch; engine_home=$secure_home
+  jh=$(java_home_for_es) || die "Elasticsearch $engine_version needs $(java_wanted); none found under /usr/lib/jvm"
+  if [ ! -x "$engine_home/bin/elasticsearch" ]; then
+    rm -rf "$engine_home.tmp"; cp -a "$plain_home" "$engine_home.tmp" && mv "$engine_home.tmp" "$engine_home" \
+      || die "Elasticsearch (secured): could not copy $plain_home to $engine_home"
+  fi
+  ES_JAVA_HOME="$jh" bash "$here/scripts/stack/install-es-root-plugin.sh" "$engine_home" "$CACHE" es-security-analysis-plugin \
+    || die "Elasticsearch (secured): the security-analysis plugin could not be built or installed (see above)"
+}
+# An API key of admin's (the .security index made on the way), for the clients that use one.
+es_secure_api_key() {
+  local answer key
+  answer=$(engine_curl -m 60 -X POST "https://127.0.0.1:$ES_PORT/_security/api_key" \
+    -H 'Content-Type: application/json' -d '{"name":"rxingest-dev"}') \
+    || fail_with "Elasticsearch (secured)" "no API key could be made" "$LOGS/elasticsearch.log"
+  key=$(printf '%s' "$answer" | sed -n 's/.*"encoded" *: *"\([^"]*\)".*/\1/p')
+  [ -n "$key" ] || die "Elasticsearch (secured): the API key answer has no encoded key"
+  printf '%s' "$key" > "$STATE/search-api-key"; chmod 600 "$STATE/search-api-key"
 }
 
 # The secured stack (Elasticsearch only) fetches through this name.
@@ -137,12 +193,14 @@ es_up() {
   if port_open "$ES_PORT"; then
     say "$engine_label: something already listens on 127.0.0.1:$ES_PORT; using it"; return 0
   fi
-  if [ "$SEARCH_SECURE" = 1 ]; then os_secure_fetch; else engine_fetch; fi
+  if [ "$SEARCH_SECURE" = 1 ] && [ "$SEARCH_ENGINE" = opensearch ]; then os_secure_fetch
+  elif [ "$SEARCH_SECURE" = 1 ]; then es_secure_fetch
+  else engine_fetch; fi
   local jh; jh=$(java_home_for_engine) || die "$engine_label $engine_version needs $(java_wanted); none found under /usr/lib/jvm"
   # The integ-test-zip lacks the rest-root module, so `GET /` answers 405; our small plugin
   # restores the usual banner (version, tagline). It is built against Elasticsearch 9's API.
   if [ "$SEARCH_ENGINE" = elasticsearch ] && [ "$engine_major" -ge 9 ]; then
-    ES_JAVA_HOME="$jh" bash "$here/scripts/stack/install-es-root-plugin.sh" "$es_home" "$CACHE" \
+    ES_JAVA_HOME="$jh" bash "$here/scripts/stack/install-es-root-plugin.sh" "$engine_home" "$CACHE" \
       || die "Elasticsearch: the root-endpoint plugin could not be built or installed (see above)"
   fi
   local run; run=$(es_run_dir)
@@ -152,12 +210,14 @@ es_up() {
   sed -e "s|@ES_PORT@|$ES_PORT|g" -e "s|@DATA@|$run/data|g" -e "s|@LOGS@|$run/logs|g" \
       "$here/scripts/stack/$engine_bin.yml.tmpl" > "$run/config/$engine_bin.yml"
   [ -n "${ES_EXTRA_SETTINGS:-}" ] && printf '%s\n' "$ES_EXTRA_SETTINGS" >> "$run/config/$engine_bin.yml"
-  if [ "$SEARCH_SECURE" = 1 ]; then
+  if [ "$SEARCH_SECURE" = 1 ] && [ "$SEARCH_ENGINE" = elasticsearch ]; then
+    es_secure_config "$run/config" "$jh"
+  elif [ "$SEARCH_SECURE" = 1 ]; then
     sed -n '/Start OpenSearch Security Demo/,/End OpenSearch Security Demo/p' "$engine_home/config/opensearch.yml" \
       | grep -v '^node.max_local_storage_nodes' >> "$run/config/opensearch.yml"
-    cp "$engine_home/config/root-ca.pem" "$STATE/opensearch-ca.pem"
-    cp "$engine_home/.rxingest-admin-password" "$STATE/opensearch-admin-password"
-    chmod 600 "$STATE/opensearch-admin-password"
+    cp "$engine_home/config/root-ca.pem" "$STATE/search-ca.pem"
+    cp "$engine_home/.rxingest-admin-password" "$STATE/search-admin-password"
+    chmod 600 "$STATE/search-admin-password"
   fi
   # OpenSearch's jvm.options put the GC log and heap dumps under its home (the shared cache).
   [ "$SEARCH_ENGINE" = opensearch ] && sed -i -e "s|file=logs/gc.log|file=$run/logs/gc.log|" \
@@ -175,6 +235,7 @@ es_up() {
     pid_alive "$STATE/elasticsearch.pid" || fail_with "$engine_label" "the JVM exited" "$log"
     fail_with "$engine_label" "cluster not green/yellow on port $ES_PORT after 180 s" "$log"
   }
+  if [ "$SEARCH_SECURE" = 1 ] && [ "$SEARCH_ENGINE" = elasticsearch ]; then es_secure_api_key; fi
 }
 es_ready() {
   engine_curl "$engine_scheme://127.0.0.1:$ES_PORT/_cluster/health?wait_for_status=yellow&timeout=1s" >/dev/null 2>&1

@@ -7,6 +7,7 @@ import { logLevel } from 'kafkajs';
 import { pino } from 'pino';
 import { createElasticsearch, resolveSearchEngine } from '../clients/elasticsearch.js';
 import { createKafka } from '../clients/kafka.js';
+import { engineLabel } from '../clients/search-engine.js';
 import { ConfigError, loadConfig } from '../config/config.js';
 import { redactUrl } from '../config/redact-url.js';
 import { runProducer } from '../generator/produce.js';
@@ -19,6 +20,20 @@ import { setHeapGrowth } from '../pushback/memory/heap-growth.js';
 import { startWorker } from '../worker/worker.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/**
+ * The demo's settings: the environment, over the stack's own defaults. The stack puts its
+ * search engine on ES_PORT (another engine is started beside the default one on a port of its
+ * own), so without ES_NODE the demo talks to the engine on that port, not to 9200.
+ */
+export function demoEnv(env: NodeJS.ProcessEnv): Record<string, string | undefined> {
+  return {
+    TRIGGER_RULES: join(root, 'examples', 'trigger-rules.json'),
+    ...(env.ES_PORT !== undefined &&
+      env.ES_NODE === undefined && { ES_NODE: `http://127.0.0.1:${env.ES_PORT}` }),
+    ...env,
+  };
+}
 
 /** `rxingest demo`: the whole job on the local stack, with a live progress line and a summary. */
 export function demoCommand(): Command {
@@ -51,10 +66,7 @@ export function demoCommand(): Command {
 
       let config: ReturnType<typeof loadConfig>;
       try {
-        config = loadConfig({
-          TRIGGER_RULES: join(root, 'examples', 'trigger-rules.json'),
-          ...process.env,
-        });
+        config = loadConfig(demoEnv(process.env));
       } catch (err) {
         if (err instanceof ConfigError) {
           process.stderr.write(`rxingest: invalid configuration: ${err.message}\n`);
@@ -74,7 +86,7 @@ export function demoCommand(): Command {
         say(`created topic ${topic} with ${partitions} partitions`);
       }
 
-      const logFile = join(root, '.stack', 'logs', 'demo-worker.log');
+      const logFile = join(process.env.RXINGEST_STACK_DIR ?? join(root, '.stack'), 'logs', 'demo-worker.log');
       mkdirSync(dirname(logFile), { recursive: true });
       const log = createLogger(
         { level: 'info', secrets: secretValues(config) },
@@ -157,11 +169,9 @@ export function demoCommand(): Command {
       await worker.stop();
       const final = await worker.metrics.snapshot();
 
-      const es = createElasticsearch(
-        config.elasticsearch,
-        { requestTimeout: 30_000 },
-        await resolveSearchEngine(config.elasticsearch),
-      );
+      const engine = await resolveSearchEngine(config.elasticsearch);
+      const es = createElasticsearch(config.elasticsearch, { requestTimeout: 30_000 }, engine);
+      const store = engineLabel(engine).split(' ')[0]!;
       await es.indices.refresh({
         index: [config.elasticsearch.eventsIndex, config.elasticsearch.profilesIndex],
       });
@@ -174,10 +184,10 @@ export function demoCommand(): Command {
       say(`  dead letters                     ${final.deadLetters}  (to ${config.kafka.dlqTopic})`);
       say(`  triggers sent                    ${final.triggers}  (to ${config.kafka.triggersTopic})`);
       say(
-        `  Elasticsearch ${config.elasticsearch.eventsIndex.padEnd(18)} ${await count(config.elasticsearch.eventsIndex)} documents`,
+        `  ${`${store} ${config.elasticsearch.eventsIndex}`.padEnd(32)} ${await count(config.elasticsearch.eventsIndex)} documents`,
       );
       say(
-        `  Elasticsearch ${config.elasticsearch.profilesIndex.padEnd(18)} ${await count(config.elasticsearch.profilesIndex)} documents`,
+        `  ${`${store} ${config.elasticsearch.profilesIndex}`.padEnd(32)} ${await count(config.elasticsearch.profilesIndex)} documents`,
       );
       say(
         `  (index totals include earlier runs)  check: curl -s '${redactUrl(config.elasticsearch.node)}/${config.elasticsearch.eventsIndex}/_count'`,

@@ -6,7 +6,7 @@ import { Pipeline } from '../../../harness/deployment/pipeline.js';
 import { traffic } from '../../../harness/deployment/traffic.js';
 import { freePortFrom } from '../../../harness/ports.js';
 import { kafkaClient, stackEnv, waitFor } from '../../../harness/stack.js';
-import { scrapedSum } from '../../../harness/worker/observation.js';
+import { linesStarting, scrapedSum } from '../../../harness/worker/observation.js';
 import { createElasticsearch } from '../../../src/clients/elasticsearch.js';
 import { engineLabel } from '../../../src/clients/search-engine.js';
 import { planWorkload, type WorkloadRecord } from '../../../src/generator/workload.js';
@@ -166,30 +166,35 @@ export function engineCompatibility(spec: EngineSpec): void {
       expect(report).toMatchObject({ lost: 0, duplicated: 0 });
     });
 
-    it('frozen (SIGSTOP) under load: the breaker opens, and once thawed everything lands', async () => {
+    it('frozen (SIGSTOP) under load, at the shipped defaults: the breaker opens within 5 s, and once thawed everything lands', async () => {
       const p = await Pipeline.create(`compat-frozen-${spec.engine.product}${spec.engine.major}`, {
         partitions: 4,
         servers: servers(),
+        asShipped: true,
       });
       const port = await freePortFrom(19600);
       try {
-        const w = p.spawn('w', { ...p.controlEnv(port), ES_REQUEST_TIMEOUT_MS: '5000' });
-        await waitFor('the worker to start', () => /"msg":"worker started"/.test(readLog(w.logFile)), {
-          timeoutMs: 60_000,
-        });
+        const w = p.spawn('w', p.controlEnv(port));
+        await waitFor('the worker ready', () => linesStarting(w, 'ready')[0], { timeoutMs: 60_000 });
+        // About 8 s of traffic, some of it committed: the freeze comes in the middle of it (the
+        // breaker watches requests that wait; with none in flight there is nothing to open for).
+        const producing = p.produce(traffic(90, 8_000, { ratePerSec: 1_000 }));
+        await p.waitCommitted(1_000, 60_000);
         await server!.freeze();
         const frozenAt = Date.now();
         try {
-          const producing = p.produce(traffic(90, 2_000));
-          await waitFor(
-            'the breaker open',
-            async () => (await scrapedSum(port, 'rxingest_breaker_state', { target: 'elasticsearch' })) === 2,
-            { timeoutMs: 30_000, intervalMs: 200 },
+          const opened = await waitFor(
+            'the breaker to open',
+            () => linesStarting(w, 'Elasticsearch circuit breaker open')[0],
+            { timeoutMs: 30_000, intervalMs: 50 },
           );
-          console.info(`${label}: breaker open ${Date.now() - frozenAt} ms after the freeze`);
+          const openLatencyMs = opened.time - frozenAt;
+          console.info(`${label}: breaker open ${openLatencyMs} ms after the freeze`);
+          expect(await scrapedSum(port, 'rxingest_breaker_state', { target: 'elasticsearch' })).toBe(2);
           expect(await p.committedAtEnd(), 'the input not committed past while the engine is frozen').toBe(
             false,
           );
+          expect(openLatencyMs, 'breaker open after the freeze (ms)').toBeLessThan(5_000);
           await producing;
         } finally {
           await server!.thaw();

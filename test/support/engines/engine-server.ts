@@ -12,7 +12,7 @@ const run = promisify(execFile);
 export interface EngineSpec {
   readonly engine: SearchEngine;
   readonly port: number;
-  /** OpenSearch with its security plugin: TLS and basic auth (user admin). */
+  /** TLS and basic auth, user admin: OpenSearch's security plugin, Elasticsearch's x-pack security. */
   readonly secure?: boolean;
   /** Start-up settings added to the engine's configuration file. */
   readonly settings?: Readonly<Record<string, string | number>>;
@@ -23,6 +23,8 @@ export interface EngineServer {
   /** Secured: the CA's PEM file and admin's password. */
   readonly caFile?: string;
   readonly password?: string;
+  /** Secured Elasticsearch: an API key of admin's (encoded). */
+  readonly apiKey?: string;
   /** From `up` to the cluster answering yellow (the first run includes the download). */
   readonly startMs: number;
   stop(): Promise<void>;
@@ -80,12 +82,15 @@ export async function startEngine(spec: EngineSpec): Promise<EngineServer> {
       `${spec.engine.product} ${spec.engine.version} could not start:\n${e.stderr ?? e.message}`,
     );
   }
-  const caFile = join(stateDir, 'opensearch-ca.pem');
+  const caFile = join(stateDir, 'search-ca.pem');
   return {
     url: `${spec.secure ? 'https' : 'http'}://127.0.0.1:${port}`,
     ...(spec.secure && {
       caFile,
-      password: readFileSync(join(stateDir, 'opensearch-admin-password'), 'utf8'),
+      password: readFileSync(join(stateDir, 'search-admin-password'), 'utf8'),
+      ...(spec.engine.product === 'elasticsearch' && {
+        apiKey: readFileSync(join(stateDir, 'search-api-key'), 'utf8'),
+      }),
     }),
     startMs: Date.now() - started,
     stop: async () => {
