@@ -8,7 +8,7 @@ import { PartitionCounts } from '../metrics/partition-counts.js';
 import { timedCommitSink } from '../metrics/timed-sinks.js';
 import type { WorkerMetrics } from '../metrics/worker-metrics.js';
 import { BytesInFlight, recordBytes } from '../model/bytes-in-flight.js';
-import { intakePaused } from '../model/intake-marks.js';
+import { intakePaused, sharedMarks } from '../model/intake-marks.js';
 import { fetchedRecord, type RawRecord } from '../model/message.js';
 import { greater, OffsetTracker } from '../model/offset-tracker.js';
 import type { OutRecord } from '../model/out-record.js';
@@ -40,6 +40,8 @@ export interface PartitionRunnerDeps {
    * what the producer library's partitioner spreads by, so it is what the rates are of.
    */
   readonly observeClient?: (topic: string, clientId: string) => void;
+  /** How many partitions' worth of work this one may hold now (partitionShare of the assignment). */
+  readonly share: () => number;
 }
 
 /** Elasticsearch's `_id` limit: a longer key is no client id anybody can spread by. */
@@ -175,6 +177,7 @@ export class PartitionRunner {
         // One clock read per kafkajs batch, not per record (the windows are seconds long).
         scheduler: timeOncePerTick(asyncScheduler),
         onDone: (batch) => this.onDone(batch),
+        share: this.deps.share,
       },
     ).subscribe({
       next: (commit) => this.onCommit(commit),
@@ -368,7 +371,7 @@ export class PartitionRunner {
         uncommitted: this.tracker.unfinished,
         bytes: this.bytesInFlight.bytes,
       },
-      this.deps.config.graph,
+      sharedMarks(this.deps.config.graph, this.deps.share()),
     );
     if (paused !== undefined) this.deps.pauses.set(this.topic, this.partition, 'backpressure', paused);
   }

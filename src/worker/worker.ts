@@ -14,6 +14,7 @@ import { assertKafkajsReadCommitted } from '../kafkajs-patch/read-committed.js';
 import { EsPoolMonitor, esPoolStats } from '../metrics/es-pool-monitor.js';
 import { timedDocumentStore, timedKnownCopies } from '../metrics/timed-sinks.js';
 import { WorkerMetrics } from '../metrics/worker-metrics.js';
+import { partitionShare } from '../model/intake-marks.js';
 import { type Enrich, identityEnrich } from '../operators/enrich-in-order.js';
 import { createRetryPolicy } from '../retry/retry-policy.js';
 import { ElasticsearchDocumentStore } from '../sinks/elasticsearch-document-store.js';
@@ -266,7 +267,7 @@ export async function startWorker({
     })();
     void stopping.then(() => settle.reject(err));
   };
-  const registry = new PartitionRegistry({
+  const registry: PartitionRegistry = new PartitionRegistry({
     createRunner: (topic, partition, resumeAt) =>
       new PartitionRunner(topic, partition, resumeAt, {
         config,
@@ -281,6 +282,7 @@ export async function startWorker({
         metrics,
         log,
         observeClient: (t, clientId) => pushback.observeClient(t, clientId),
+        share: () => partitionShare(registry.assignedCount, config.graph.intakeSharePartitions),
       }),
     pauses,
     retry,
