@@ -16,26 +16,21 @@ import { join } from 'node:path';
 import { barChart } from '../harness/plot.js';
 import { planWorkload } from '../src/generator/workload.js';
 import { type AllocationRun, allocationTables, summarizeAllocationFile } from './lib/allocations.js';
-import { createIndices, deleteIndices } from './lib/ceiling.js';
 import { documentOf } from './lib/documents.js';
-import { drainRate, drainWindow } from './lib/drain.js';
 import { type Pinning, pinElasticsearchApart, pinningUnavailable } from './lib/pinning.js';
-import { encodeBodies, loadRaw, type RawDoc } from './lib/raw-bulk.js';
+import type { RawDoc } from './lib/raw-bulk.js';
 import type { Section, Table, Target } from './lib/report.js';
-import {
-  coreBusySeconds,
-  cpuSeconds,
-  ensureStack,
-  esClient,
-  kafkaClient,
-  produceAll,
-  RunResources,
-  stackPids,
-} from './lib/stack.js';
+import { ensureStack, kafkaClient, produceAll, RunResources, stackPids } from './lib/stack.js';
 import { type StageTime, stagesOfProfileFile } from './lib/stages.js';
 import { fmt } from './lib/stats.js';
-import { BenchWorker, cpuProfileOf } from './lib/worker.js';
-import { benchWorkerEnv } from './lib/worker-env.js';
+import { cpuProfileOf } from './lib/worker.js';
+import {
+  bestLoaderSetting,
+  type CeilingRun,
+  drainWithWorker,
+  rawCeiling,
+  type WorkerRun,
+} from './lib/worker-vs-ceiling.js';
 
 export interface PinnedOptions {
   readonly quick: boolean;
@@ -50,29 +45,6 @@ interface Workload {
   readonly profileShare: number;
   readonly topic: string;
   readonly docs: RawDoc[];
-}
-
-interface CeilingRun {
-  readonly rate: number;
-  readonly batch: number;
-  readonly concurrency: number;
-  readonly esCores: number;
-  /** How busy each core of the machine was over the run (0–1), whoever used it. */
-  readonly coreBusy: readonly number[];
-  readonly errors: number;
-}
-
-interface WorkerRun {
-  readonly rate: number;
-  readonly drained: boolean;
-  readonly cpuUsPerDoc: number;
-  /** CPU µs per document of the other processes on the load's side: Kafka, Redis, this bench. */
-  readonly othersUsPerDoc: Readonly<Record<string, number>>;
-  /** Share of the drain the worker's main thread was busy (event-loop utilisation). */
-  readonly threadBusy: number;
-  readonly esCores: number;
-  readonly coreBusy: readonly number[];
-  readonly peakRssMb: number;
 }
 
 interface Row {
@@ -145,7 +117,7 @@ async function runPinned(ctx: Ctx, kafka: ReturnType<typeof kafkaClient>): Promi
   const warmUp: string[] = [];
   for (const w of workloads) {
     ctx.log(`  warming the stack up: one unmeasured worker drain, ${w.label} …`);
-    const { run } = await drainWithWorker(ctx, w, n);
+    const { run } = await drainWithWorker(ctx, w.topic, n);
     warmUp.push(`${w.label} ${fmt(run.rate, 0)} docs/s`);
     ctx.log(`    warm-up ${fmt(run.rate, 0)} docs/s (not a row)`);
   }
@@ -182,12 +154,12 @@ async function runPinned(ctx: Ctx, kafka: ReturnType<typeof kafkaClient>): Promi
 
 async function measure(ctx: Ctx, mode: Row['mode'], w: Workload, n: number): Promise<Row> {
   ctx.log(`  ${mode}, ${w.label}: the raw _bulk ceiling …`);
-  const ceiling = await rawCeiling(ctx, w);
+  const ceiling = await bestCeiling(ctx, w);
   ctx.log(
     `    raw ceiling ${fmt(ceiling.rate, 0)} docs/s (batch ${ceiling.batch} × ${ceiling.concurrency} in flight)`,
   );
   ctx.log(`  ${mode}, ${w.label}: the worker drains ${fmt(n, 0)} …`);
-  const { run: worker } = await drainWithWorker(ctx, w, n);
+  const { run: worker } = await drainWithWorker(ctx, w.topic, n);
   ctx.log(
     `    worker ${fmt(worker.rate, 0)} docs/s (${fmt(worker.rate / ceiling.rate, 2)} of the ceiling); ` +
       `${fmt(worker.cpuUsPerDoc, 1)} µs CPU/doc; cores busy ${busyText(worker.coreBusy)} ` +
@@ -196,90 +168,13 @@ async function measure(ctx: Ctx, mode: Row['mode'], w: Workload, n: number): Pro
   return { mode, workload: w, ceiling, worker };
 }
 
-/** The best of a short search over batch size and concurrency, then every document at that setting. */
-async function rawCeiling(ctx: Ctx, w: Workload): Promise<CeilingRun> {
-  const es = esClient(120_000);
-  try {
-    const sample = w.docs.slice(0, ctx.quick ? 8_000 : 30_000);
-    const trials: { batch: number; concurrency: number; rate: number }[] = [];
-    const trial = async (batch: number, concurrency: number) => {
-      const names = await createIndices(ctx, `c${ctx.runs++}`);
-      const bodies = encodeBodies(sample, names, batch);
-      const r = await loadRaw(es, bodies, sample.length, concurrency);
-      await deleteIndices([names.events, names.profiles]);
-      trials.push({ batch, concurrency, rate: r.rate });
-    };
-    for (const b of ctx.quick ? [1000, 4000] : [500, 1000, 2000, 4000]) await trial(b, 2);
-    const bestBatch = trials.reduce((a, t) => (t.rate > a.rate ? t : a)).batch;
-    for (const c of ctx.quick ? [4] : [1, 4]) await trial(bestBatch, c);
-    const best = trials.reduce((a, t) => (t.rate > a.rate ? t : a));
-
-    const names = await createIndices(ctx, `c${ctx.runs++}`);
-    const bodies = encodeBodies(w.docs, names, best.batch);
-    const esBefore = cpuOf(ctx.pids.elasticsearch);
-    const busyBefore = coreBusySeconds();
-    const r = await loadRaw(es, bodies, w.docs.length, best.concurrency);
-    const esCores = (cpuOf(ctx.pids.elasticsearch) - esBefore) / (r.ms / 1000);
-    const coreBusy = busyBetween(busyBefore, coreBusySeconds(), r.ms);
-    await deleteIndices([names.events, names.profiles]);
-    return {
-      rate: r.rate,
-      batch: best.batch,
-      concurrency: best.concurrency,
-      esCores,
-      coreBusy,
-      errors: r.errors,
-    };
-  } finally {
-    await es.close();
-  }
+/** The loader's best setting for these documents, then every document at that setting. */
+async function bestCeiling(ctx: Ctx, w: Workload): Promise<CeilingRun> {
+  const { best } = await bestLoaderSetting(ctx, w.docs);
+  return rawCeiling(ctx, w.docs, best);
 }
 
-/** Each core's busy share between two readings of coreBusySeconds() `ms` apart. */
-const busyBetween = (a: readonly number[], b: readonly number[], ms: number) =>
-  b.map((x, i) => Math.min(1, (x - (a[i] ?? Number.NaN)) / (ms / 1000)));
 const busyText = (xs: readonly number[]) => (xs.length > 0 ? xs.map((x) => fmt(x, 2)).join(' / ') : 'n/a');
-
-const cpuOf = (pid: number | undefined) => (pid === undefined ? Number.NaN : (cpuSeconds(pid) ?? Number.NaN));
-
-/** The worker as shipped drains the backlog; rate, its CPU per document, ES's CPU, peak RSS. */
-async function drainWithWorker(
-  ctx: Ctx,
-  w: Workload,
-  n: number,
-  diagnostics: { cpuProfDir?: string; allocationFile?: string } = {},
-) {
-  const tag = `w${ctx.runs++}`;
-  const name = `${ctx.runId}-${tag}`;
-  const worker = await BenchWorker.start({
-    entry: ctx.workerEntry,
-    name,
-    logDir: ctx.logDir,
-    stackPids: ctx.pids,
-    ...diagnostics,
-    env: benchWorkerEnv(ctx.res, tag, [w.topic]),
-  });
-  let drained = false;
-  try {
-    drained = await worker.waitForDone(n, ctx.quick ? 60_000 : 180_000);
-  } finally {
-    await worker.stop(30_000);
-  }
-  await deleteIndices([ctx.res.name(`${tag}-events`), ctx.res.name(`${tag}-profiles`)]);
-  const { rate, ms } = drainRate(worker, n);
-  const { first, last, endT, used, perDoc, threadBusy } = drainWindow(worker, n);
-  const run: WorkerRun = {
-    rate,
-    drained,
-    cpuUsPerDoc: perDoc('worker'),
-    othersUsPerDoc: { Kafka: perDoc('kafka'), Redis: perDoc('redis'), bench: perDoc('bench (this process)') },
-    threadBusy,
-    esCores: used('elasticsearch') / (ms / 1000),
-    coreBusy: busyBetween(first?.coreBusy ?? [], last?.coreBusy ?? [], (last?.t ?? 0) - (first?.t ?? 0)),
-    peakRssMb: worker.peakRssMb(),
-  };
-  return { run, worker, name, window: { fromMs: first?.t ?? 0, toMs: endT } };
-}
 
 function profilesDir(ctx: Ctx): string {
   const dir = join(ctx.resultsDir, 'profiles');
@@ -289,7 +184,7 @@ function profilesDir(ctx: Ctx): string {
 
 async function profileStages(ctx: Ctx, w: Workload, n: number): Promise<StageTime[] | undefined> {
   const dir = profilesDir(ctx);
-  const r = await drainWithWorker(ctx, w, n, { cpuProfDir: dir });
+  const r = await drainWithWorker(ctx, w.topic, n, { cpuProfDir: dir });
   return Promise.resolve()
     .then(() => stagesOfProfileFile(cpuProfileOf(dir, r.name), r.window))
     .catch(() => undefined);
@@ -298,13 +193,13 @@ async function profileStages(ctx: Ctx, w: Workload, n: number): Promise<StageTim
 /** One more drain under the sampling allocation profiler: what the GC share above is made of. */
 async function profileAllocations(ctx: Ctx, w: Workload, n: number): Promise<AllocationRun | undefined> {
   const allocationFile = join(profilesDir(ctx), `${ctx.runId}-allocations.heapprofile`);
-  const r = await drainWithWorker(ctx, w, n, { allocationFile });
+  const r = await drainWithWorker(ctx, w.topic, n, { allocationFile });
   return summarizeAllocationFile(allocationFile)
     .then((summary) => ({ summary, docs: n, rate: r.run.rate }))
     .catch(() => undefined);
 }
 
-/** The ratios issue 11 holds the rows to: worker ÷ raw ceiling. */
+/** The ratios the rows are held to: worker ÷ raw ceiling. */
 const RATIO_TARGETS = { pinnedEvents: 0.95, pinnedProfiles: 0.9, notPinned: 0.5 } as const;
 
 /** The ratio a row is held to. */

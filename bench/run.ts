@@ -3,7 +3,7 @@
  *
  *   npm run bench                       the full suite (≤ 15 min on a 2-core machine)
  *   npm run bench -- --quick            short durations: a smoke run (≤ 2 min)
- *   npm run bench -- --only graph,kata  a subset: graph, kata, e2e, sweep, burst, hot, pinned, concurrency, commits, hotpath, compression
+ *   npm run bench -- --only graph,kata  a subset: graph, kata, e2e, sweep, burst, hot, pinned, partitions, concurrency, commits, hotpath, compression
  *   npm run bench -- --only scaleout    1, 2, 3 workers on a 3-broker cluster (not in the full suite:
  *                                       it starts three more JVMs and takes ~4 min)
  *   npm run bench -- --no-build         run the worker from src through tsx instead of building dist/
@@ -27,6 +27,7 @@ import { hotPathBenchmark } from './hot-path.js';
 import { kataBenchmark } from './kata.js';
 import { type MachineInfo, writeResults } from './lib/output.js';
 import { type Section, targetsTable, textTable } from './lib/report.js';
+import { partitionsBenchmark } from './partitions.js';
 import { pinnedBenchmark } from './pinned.js';
 import { scaleOutBenchmark } from './scaleout.js';
 
@@ -38,6 +39,7 @@ const ALL = [
   'burst',
   'hot',
   'pinned',
+  'partitions',
   'concurrency',
   'commits',
   'hotpath',
@@ -47,10 +49,12 @@ const ALL = [
 /** What `npm run bench` runs without --only (scale-out starts a 3-broker cluster and takes minutes of its own). */
 const DEFAULT = ALL.filter((b) => b !== 'scaleout');
 
-const USAGE = `usage: npm run bench [-- --quick] [--only graph,kata,e2e,sweep,burst,hot,pinned,concurrency,commits,hotpath,compression,scaleout] [--no-build]
+const USAGE = `usage: npm run bench [-- --quick] [--only graph,kata,e2e,sweep,burst,hot,pinned,partitions,concurrency,commits,hotpath,compression,scaleout] [--no-build]
   --quick     short durations (a smoke run, about 2 minutes)
   --only      a subset; sweep and burst run e2e first (they need its rate);
               pinned pins Elasticsearch to CPU 0 and the load to CPU 1 (taskset);
+              partitions: the same pinned comparison at 1, 4, 8 and 32 input partitions,
+              peak RSS at 96, and a cold worker's latency (BENCH_PARTITIONS=1,8 narrows it);
               compression drains the same events sent by kcat in each codec's batches;
               scaleout (1-3 workers on a 3-broker cluster, ~4 min) runs only when named
   --no-build  run the worker through tsx instead of building dist/
@@ -149,7 +153,7 @@ async function main(): Promise<void> {
     show(s);
   }
   let workerEntry: string[] | undefined;
-  if (['e2e', 'sweep', 'burst', 'pinned', 'compression', 'scaleout'].some((b) => only.has(b)))
+  if (['e2e', 'sweep', 'burst', 'pinned', 'partitions', 'compression', 'scaleout'].some((b) => only.has(b)))
     workerEntry = await buildWorker(build, log);
   if (only.has('e2e') || only.has('sweep') || only.has('burst')) {
     log('\n[3-5/8] end to end on the local stack …');
@@ -177,6 +181,13 @@ async function main(): Promise<void> {
   if (only.has('pinned')) {
     log('\n[7/8] Elasticsearch is the speed limit: pinned and not pinned …');
     const s = await pinnedBenchmark({ quick, resultsDir, log, workerEntry });
+    sections.push(s);
+    show(s);
+  }
+
+  if (only.has('partitions')) {
+    log('\n[partitions] Elasticsearch is the limit at every partition count …');
+    const s = await partitionsBenchmark({ quick, resultsDir, log, workerEntry });
     sections.push(s);
     show(s);
   }

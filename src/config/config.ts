@@ -247,6 +247,7 @@ export function loadConfig(
       highWater: r.HIGH_WATER,
       lowWater: r.LOW_WATER,
       highWaterBytes: r.HIGH_WATER_BYTES,
+      intakeSharePartitions: r.INTAKE_SHARE_PARTITIONS,
       commitIntervalMs: r.COMMIT_INTERVAL_MS,
       commitEvery: r.COMMIT_EVERY,
       retryBaseMs: r.RETRY_BASE_MS,

@@ -24,6 +24,8 @@ export interface GraphSettings {
   readonly lowWater: number;
   /** Bytes taken in and not committed that pause a partition too (it resumes below half). */
   readonly highWaterBytes: number;
+  /** Below this many partitions assigned, the per-partition marks and batches in flight scale up (see partitionShare). */
+  readonly intakeSharePartitions: number;
   readonly commitIntervalMs: number;
   readonly commitEvery: number;
   readonly retryBaseMs: number;

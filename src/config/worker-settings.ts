@@ -231,6 +231,12 @@ const graph = {
     ),
     '1000',
   ],
+  INTAKE_SHARE_PARTITIONS: [
+    int(1, 1_024).describe(
+      'HIGH_WATER, LOW_WATER and BATCHES_IN_FLIGHT are per partition with at least this many partitions assigned; with fewer, each is scaled by this ÷ assigned, so that a worker with few partitions keeps as many records in flight as with this many (HIGH_WATER_BYTES is not scaled). 1: never scaled.',
+    ),
+    '8',
+  ],
   HIGH_WATER_BYTES: [
     int(64 * 1024, 4 * 1024 ** 3).describe(
       'Key and value bytes a partition has taken in and not committed that pause it too; it resumes below half.',

@@ -39,12 +39,18 @@ export interface PartitionOptions {
   readonly replayedBelow?: string;
   /** Aborts retries in flight (shutdown, partition lost). */
   readonly signal?: AbortSignal;
+  /** How many partitions' worth of batches this one may write at once (see partitionShare); 1 if absent. */
+  readonly share?: () => number;
   /** Sees every batch of finished records (metrics). */
   readonly onDone?: (batch: Done[]) => void;
   readonly scheduler?: SchedulerLike;
 }
 
 const ignore = () => {};
+
+/** BATCHES_IN_FLIGHT, scaled by the partition's share of the worker's budget. */
+const batchesInFlight = (s: GraphSettings, share?: () => number) =>
+  share === undefined ? s.batchesInFlight : () => s.batchesInFlight * share();
 
 /** Batches waiting for a write slot are joined up to a full batch and BATCH_JOIN_BYTES (0: never). */
 const joinLimit = (s: GraphSettings) =>
@@ -85,7 +91,11 @@ export function ingestPartition(
     skipKnownCopies(ports.known, { backoffMaxMs: s.redisLookupBackoffMs, scheduler }),
     // events created with their origin, profiles merged, tombstones applied (Elasticsearch);
     // batches that wait for a write slot go together, within BATCH_MAX and BATCH_JOIN_BYTES
-    writeDocuments(ports.documents, { batchesInFlight: s.batchesInFlight, joinUpTo: joinLimit(s), signal }),
+    writeDocuments(ports.documents, {
+      batchesInFlight: batchesInFlight(s, options.share),
+      joinUpTo: joinLimit(s),
+      signal,
+    }),
     // tell Redis who owns each event
     rememberOwners(ports.known),
     // triggers of owned events and dead letters, except for replays of committed work

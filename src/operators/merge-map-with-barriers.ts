@@ -1,8 +1,11 @@
 import { from, Observable, type ObservableInput, type OperatorFunction, type Subscription } from 'rxjs';
 
 export interface BarrierOptions<T> {
-  /** Projections running at once, at most (≥ 1). */
-  readonly concurrency: number;
+  /**
+   * Projections running at once, at most (≥ 1); a function is asked at every decision, so
+   * a limit that grows lets more start with the next value or completion.
+   */
+  readonly concurrency: number | (() => number);
   /** A value that must run alone: it starts once everything before it is done, and nothing after it starts until it is. */
   readonly alone: (value: T) => boolean;
   /**
@@ -38,14 +41,16 @@ export interface BarrierOptions<T> {
  * output:    ---a--x--(y|)       x = 'bc' (c joined b while a ran), y = 'de'
  * ```
  *
- * @throws RangeError if `concurrency` is not a whole number ≥ 1.
+ * @throws RangeError if `concurrency` is a number and not a whole number ≥ 1.
  */
 export function mergeMapWithBarriers<T, R>(
   project: (value: T) => ObservableInput<R>,
   { concurrency, alone, join }: BarrierOptions<T>,
 ): OperatorFunction<T, R> {
-  if (!Number.isInteger(concurrency) || concurrency < 1)
+  if (typeof concurrency === 'number' && (!Number.isInteger(concurrency) || concurrency < 1))
     throw new RangeError(`concurrency must be a whole number >= 1, got ${concurrency}`);
+  const limit =
+    typeof concurrency === 'number' ? () => concurrency : () => Math.max(1, Math.floor(concurrency()));
   return (source) =>
     new Observable<R>((subscriber) => {
       const waiting: T[] = [];
@@ -86,7 +91,7 @@ export function mergeMapWithBarriers<T, R>(
           again = false;
           while (waiting.length > 0 && !aloneRunning && !subscriber.closed) {
             const isAlone = alone(waiting[0]!);
-            if (isAlone ? active > 0 : active >= concurrency) break;
+            if (isAlone ? active > 0 : active >= limit()) break;
             start(waiting.shift()!, isAlone);
           }
         } while (again);

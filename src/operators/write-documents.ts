@@ -114,8 +114,8 @@ function joinWithin(limit: JoinLimit): (waiting: Entry[], next: Entry[]) => Entr
 }
 
 export interface WriteDocumentsOptions {
-  /** Batches written at once (default 1). */
-  readonly batchesInFlight?: number;
+  /** Batches written at once (default 1); a function is asked as batches come and go. */
+  readonly batchesInFlight?: number | (() => number);
   /**
    * Batches that wait while the writes are busy are joined up to these limits (the graph:
    * BATCH_MAX entries, BATCH_JOIN_BYTES); absent, the default, joins nothing. A batch costs

@@ -13,7 +13,8 @@ export interface PartitionIntakeDeps {
   /** The partition's offset tracker: what its graph holds, for the pause. */
   readonly tracker: OffsetTracker<OutRecord>;
   /** HIGH_WATER, LOW_WATER, HIGH_WATER_BYTES. */
-  readonly marks: IntakeMarks;
+  /** Asked at every decision: a partition's share of the worker's budget changes with the assignment. */
+  readonly marks: () => IntakeMarks;
   /** Pauses (true) or resumes (false) the partition for its intake's load. */
   readonly hold: (paused: boolean) => void;
   /** Counts one record taken in (metrics). */
@@ -184,7 +185,7 @@ export class PartitionIntake {
     const { tracker, marks, hold } = this.deps;
     const paused = intakePaused(
       { inGraph: tracker.pending, uncommitted: tracker.unfinished, bytes: this.bytesInFlight.bytes },
-      marks,
+      marks(),
     );
     if (paused !== undefined) hold(paused);
   }

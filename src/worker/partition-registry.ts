@@ -82,6 +82,11 @@ export class PartitionRegistry {
     return this.slots.get(key(topic, partition))?.runner;
   }
 
+  /** Partitions in the group's latest assignment to this worker. */
+  get assignedCount(): number {
+    return this.assigned.size;
+  }
+
   /** Records taken in and not finished yet, over every partition this worker runs. */
   get unfinished(): number {
     let n = 0;

@@ -11,6 +11,7 @@ import { OffsetTracker } from '../model/offset-tracker.js';
 import type { OutRecord } from '../model/out-record.js';
 import type { Done } from '../model/outcome.js';
 import type { Commit } from '../operators/commit-in-order.js';
+import { sharedMarks } from '../pushback/intake/marks.js';
 import type { PartitionPauses } from '../pushback/intake/partition-pauses.js';
 import type { RetryPolicy } from '../retry/retry-policy.js';
 import type { ProgressLedger } from '../sinks/kafka/progress-ledger.js';
@@ -37,6 +38,8 @@ export interface PartitionRunnerDeps {
    * what the producer library's partitioner spreads by, so it is what the rates are of.
    */
   readonly observeClient?: (topic: string, clientId: string) => void;
+  /** How many partitions' worth of work this one may hold now (partitionShare of the assignment). */
+  readonly share: () => number;
 }
 
 /** How a runner ended: drained (revoked or stopping), or failed (lost, commit failed, a bug). */
@@ -81,7 +84,7 @@ export class PartitionRunner {
     this.intake = new PartitionIntake(topic, partition, {
       consumer: deps.consumer,
       tracker: this.tracker,
-      marks: deps.config.graph,
+      marks: () => sharedMarks(deps.config.graph, deps.share()),
       hold: (paused) => deps.pauses.set(topic, partition, 'backpressure', paused),
       tookIn: () => this.counts.tookIn(),
       ...(deps.observeClient ? { observeClient: deps.observeClient } : {}),
@@ -155,6 +158,7 @@ export class PartitionRunner {
         // One clock read per kafkajs batch, not per record (the windows are seconds long).
         scheduler: timeOncePerTick(asyncScheduler),
         onDone: (batch) => this.onDone(batch),
+        share: this.deps.share,
       },
     ).subscribe({
       next: (commit) => this.onCommit(commit),

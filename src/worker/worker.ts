@@ -10,6 +10,7 @@ import { timedDocumentStore, timedKnownCopies } from '../metrics/timed-sinks.js'
 import { WorkerMetrics } from '../metrics/worker-metrics.js';
 import { type Enrich, identityEnrich } from '../operators/enrich-in-order.js';
 import { PushbackHolds } from '../pushback/intake/holds.js';
+import { partitionShare } from '../pushback/intake/marks.js';
 import { PartitionPauses } from '../pushback/intake/partition-pauses.js';
 import { v8HeapReader } from '../pushback/memory/heap-guard.js';
 import { pushbackReactions } from '../pushback/reactions.js';
@@ -246,7 +247,7 @@ function createPartitions(
 ): PartitionRegistry {
   const { pushback, pauses, retry, metrics, log } = o;
   const ledger = new ProgressLedger(clients.kafka, clients.admin, config.kafka.progressTopic, log);
-  return new PartitionRegistry({
+  const registry: PartitionRegistry = new PartitionRegistry({
     createRunner: (topic, partition, resumeAt) =>
       new PartitionRunner(topic, partition, resumeAt, {
         config,
@@ -261,6 +262,7 @@ function createPartitions(
         metrics,
         log,
         observeClient: (t, clientId) => pushback.observeClient(t, clientId),
+        share: () => partitionShare(registry.assignedCount, config.graph.intakeSharePartitions),
       }),
     pauses,
     retry,
@@ -270,6 +272,7 @@ function createPartitions(
     fencedBackoffMs: 2 * clients.heartbeatInterval,
     onFatal: o.onFatal,
   });
+  return registry;
 }
 
 /** Follows the consumer group: assignments, fetches that brought only gaps, crashes. */

@@ -48,6 +48,31 @@ export function intakePaused(load: PartitionLoad, marks: IntakeMarks): boolean |
 }
 
 /**
+ * How many partitions' worth of work one partition may hold: the per-partition marks and
+ * batches in flight are sized for a worker with `sharedBy` partitions or more, and a worker
+ * with fewer gives each the rest of that budget. A lone partition then keeps as many records
+ * in flight as `sharedBy` would (what it takes to keep Elasticsearch busy), while the worker's
+ * memory stays what it is with `sharedBy` partitions.
+ */
+export function partitionShare(assigned: number, sharedBy: number): number {
+  return Math.max(1, sharedBy / Math.max(1, assigned));
+}
+
+/**
+ * The marks of one partition holding `share` partitions' worth of records. The byte window
+ * is not shared out: it is what bounds memory when records are large, and a few large
+ * records already fill a request, so a deeper queue of them would buy no throughput.
+ */
+export function sharedMarks(marks: IntakeMarks, share: number): IntakeMarks {
+  if (share === 1) return marks;
+  return {
+    highWater: Math.round(marks.highWater * share),
+    lowWater: Math.round(marks.lowWater * share),
+    highWaterBytes: marks.highWaterBytes,
+  };
+}
+
+/**
  * Records done since the last commit that start the next one before COMMIT_INTERVAL_MS is up:
  * COMMIT_EVERY, but no more than a partition paused for its uncommitted records must commit
  * to resume (UNCOMMITTED_PER_HIGH_WATER × (HIGH_WATER − LOW_WATER)), so that a paused

@@ -7,6 +7,7 @@ import { loadConfig } from '../../../src/config/config.js';
 import { runProducer } from '../../../src/generator/produce.js';
 import { planWorkload } from '../../../src/generator/workload.js';
 import type { IngestMessage } from '../../../src/model/message.js';
+import { partitionShare } from '../../../src/pushback/intake/marks.js';
 import { startWorker } from '../../../src/worker/worker.js';
 import { listeningSockets } from '../../support/servers/listening-sockets.js';
 
@@ -241,54 +242,75 @@ describe('worker process', () => {
 });
 
 describe('backpressure', () => {
-  it('at the shipped HIGH_WATER / LOW_WATER, pauses a partition at the high-water mark while enrich is slow, and drains afterwards', async () => {
-    const name = uniqueName('backpressure');
-    const env = isolatedEnv(name);
-    await createTopics([{ topic: env.INGEST_TOPICS!, numPartitions: 1 }]);
-    // Kafka hands out whole record batches, so keep the producer's batches small too.
-    const [seed, count] = [31, 8_000];
-    const total = await produce(env.INGEST_TOPICS!, count, seed, 50);
-    // HIGH_WATER, LOW_WATER and KAFKA_MAX_BYTES_PER_PARTITION at their defaults.
-    const highWater = 2_000;
-    const fetchBytes = 262_144;
-    const config = loadConfig({ ...atShippedDefaults(env), LOG_LEVEL: 'warn' });
-    // 1 ms per message, one client at a time per client: far slower than Kafka can deliver.
-    const enrich = async (m: IngestMessage) => {
-      await new Promise((r) => setTimeout(r, 1));
-      return m;
-    };
-    const worker = await startWorker({ config, log: pino({ level: 'warn' }), enrich });
-    const { recordsIn, recordsDone } = worker.metrics;
-    let maxInFlight = 0;
-    let maxInGraph = 0;
-    let sawPaused = false;
-    try {
-      await waitFor(
-        'all records done',
-        async () => {
-          // Taken in first, finished after: a flush in between can only make this smaller.
-          const taken = await counted(recordsIn);
-          const finished = await counted(recordsDone);
-          maxInGraph = Math.max(maxInGraph, taken - finished);
-          const m = await worker.metrics.snapshot();
-          maxInFlight = Math.max(maxInFlight, m.inFlight);
-          const paused = (await worker.metrics.paused.get()).values.some((v) => v.value === 1);
-          sawPaused ||= paused;
-          return m.indexed + m.duplicates + m.stale + m.deadLetters >= total;
-        },
-        { timeoutMs: 120_000, intervalMs: 20 },
-      );
-    } finally {
-      await worker.stop();
-    }
-    expect(sawPaused).toBe(true);
-    // The pause: records in the graph reach the high-water mark and pass it by at most the
-    // fetch that took them there. Records finished but not yet durably committed still count
-    // as in flight (rxingest_in_flight), up to 4 × HIGH_WATER, so that gauge may go further.
-    const oneFetch = mostRecordsIn(fetchBytes, seed, count);
-    expect(maxInGraph).toBeLessThan(highWater + oneFetch);
-    expect(maxInFlight).toBeGreaterThanOrEqual(highWater);
-    expect(maxInFlight).toBeLessThan(4 * highWater + oneFetch);
-    expect(await committedTotal(env.INGEST_TOPICS!, env.INGEST_GROUP!)).toBe(total);
-  });
+  // A lone partition of a worker holds INTAKE_SHARE_PARTITIONS (8) partitions' worth of
+  // records, as shipped; with sharing off it holds its own HIGH_WATER.
+  it.each([
+    {
+      what: 'a lone partition at 8 × HIGH_WATER, its share (INTAKE_SHARE_PARTITIONS as shipped)',
+      share: undefined,
+      count: 40_000,
+    },
+    {
+      what: 'a partition at HIGH_WATER itself with sharing off (INTAKE_SHARE_PARTITIONS=1)',
+      share: '1',
+      count: 8_000,
+    },
+  ])(
+    'at the shipped HIGH_WATER / LOW_WATER, pauses $what while enrich is slow, and drains afterwards',
+    async ({ share, count }) => {
+      const name = uniqueName('backpressure');
+      const env = isolatedEnv(name);
+      await createTopics([{ topic: env.INGEST_TOPICS!, numPartitions: 1 }]);
+      // Kafka hands out whole record batches, so keep the producer's batches small too.
+      const seed = 31;
+      const total = await produce(env.INGEST_TOPICS!, count, seed, 50);
+      // HIGH_WATER, LOW_WATER and KAFKA_MAX_BYTES_PER_PARTITION at their defaults.
+      const highWater = 2_000 * partitionShare(1, share === undefined ? 8 : Number(share));
+      const fetchBytes = 262_144;
+      const config = loadConfig({
+        ...atShippedDefaults(env),
+        LOG_LEVEL: 'warn',
+        ...(share === undefined ? {} : { INTAKE_SHARE_PARTITIONS: share }),
+      });
+      // 1 ms per message, one client at a time per client: far slower than Kafka can deliver.
+      const enrich = async (m: IngestMessage) => {
+        await new Promise((r) => setTimeout(r, 1));
+        return m;
+      };
+      const worker = await startWorker({ config, log: pino({ level: 'warn' }), enrich });
+      const { recordsIn, recordsDone } = worker.metrics;
+      let maxInFlight = 0;
+      let maxInGraph = 0;
+      let sawPaused = false;
+      try {
+        await waitFor(
+          'all records done',
+          async () => {
+            // Taken in first, finished after: a flush in between can only make this smaller.
+            const taken = await counted(recordsIn);
+            const finished = await counted(recordsDone);
+            maxInGraph = Math.max(maxInGraph, taken - finished);
+            const m = await worker.metrics.snapshot();
+            maxInFlight = Math.max(maxInFlight, m.inFlight);
+            const paused = (await worker.metrics.paused.get()).values.some((v) => v.value === 1);
+            sawPaused ||= paused;
+            return m.indexed + m.duplicates + m.stale + m.deadLetters >= total;
+          },
+          { timeoutMs: 120_000, intervalMs: 20 },
+        );
+      } finally {
+        await worker.stop();
+      }
+      expect(sawPaused).toBe(true);
+      // The pause: records in the graph reach the high-water mark and pass it by at most the
+      // fetch that took them there. Records finished but not yet durably committed still count
+      // as in flight (rxingest_in_flight), up to 4 × HIGH_WATER, so that gauge may go further.
+      const oneFetch = mostRecordsIn(fetchBytes, seed, count);
+      expect(maxInGraph).toBeLessThan(highWater + oneFetch);
+      expect(maxInFlight).toBeGreaterThanOrEqual(highWater);
+      expect(maxInFlight).toBeLessThan(4 * highWater + oneFetch);
+      expect(await committedTotal(env.INGEST_TOPICS!, env.INGEST_GROUP!)).toBe(total);
+    },
+    180_000,
+  );
 });

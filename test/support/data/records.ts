@@ -16,6 +16,7 @@ export const testSettings = (overrides: Partial<GraphSettings> = {}): GraphSetti
   highWater: 10_000,
   lowWater: 5_000,
   highWaterBytes: 16 * 1024 * 1024,
+  intakeSharePartitions: 1,
   commitIntervalMs: 500,
   commitEvery: 5_000,
   retryBaseMs: 10,

@@ -19,14 +19,6 @@ import {
 } from '../deployments/tool-deployment.js';
 import { type EngineServer, type EngineSpec, startEngine } from './engine-server.js';
 
-const readLog = (file: string) => {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch {
-    return '';
-  }
-};
-
 const event = (clientId: string, data: Record<string, unknown>): WorkloadRecord => {
   const id = randomUUID();
   const msg = { id, clientId, type: 'event', name: 'typed', ts: '2026-11-30T12:00:00.000Z', data };

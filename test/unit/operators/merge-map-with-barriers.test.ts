@@ -51,6 +51,25 @@ describe('mergeMapWithBarriers', () => {
     });
   });
 
+  it('asks a concurrency function at every decision: a limit raised meanwhile lets more start', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      let limit = 1;
+      const source = cold('abcd|');
+      // a runs alone (limit 1); once it is done the limit is 3, so b, c and d start together.
+      const result = '     ---a--(bcd|)';
+      const work = (v: string) =>
+        timer(3).pipe(
+          map(() => {
+            limit = 3;
+            return v;
+          }),
+        );
+      expectObservable(
+        source.pipe(mergeMapWithBarriers(work, { concurrency: () => limit, alone: () => false })),
+      ).toBe(result);
+    });
+  });
+
   it('emits in completion order, like mergeMap', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('ab|');

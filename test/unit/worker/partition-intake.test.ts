@@ -26,7 +26,7 @@ function intakeOf(marks = { highWater: 1_000, lowWater: 500, highWaterBytes: 1 <
   const intake = new PartitionIntake('t', 0, {
     consumer: { seek: ({ offset }) => void seeks.push(offset) },
     tracker,
-    marks,
+    marks: () => marks,
     hold: (paused) => void holds.push(paused),
     tookIn: () => void tookIn++,
     observeClient: (_topic, clientId) => void clients.push(clientId),

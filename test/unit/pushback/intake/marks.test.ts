@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import {
   intakePaused,
+  partitionShare,
   recordsPerCommit,
+  sharedMarks,
   UNCOMMITTED_PER_HIGH_WATER,
 } from '../../../../src/pushback/intake/marks.js';
 
@@ -33,6 +35,34 @@ describe('intakePaused', () => {
       intakePaused(load(900, 900, marks.highWaterBytes / 2 + 1), marks),
       'bytes above half',
     ).toBeUndefined();
+  });
+});
+
+describe('partitionShare: a few partitions share the budget of INTAKE_SHARE_PARTITIONS', () => {
+  it('gives each of fewer partitions the rest of the budget, and never less than its own marks', () => {
+    expect(partitionShare(1, 8)).toBe(8);
+    expect(partitionShare(4, 8)).toBe(2);
+    expect(partitionShare(8, 8)).toBe(1);
+    expect(partitionShare(32, 8), 'many partitions keep their own marks').toBe(1);
+    expect(partitionShare(3, 8)).toBeCloseTo(8 / 3);
+  });
+
+  it('is 1 with sharing off (1), and counts nothing assigned yet as one partition', () => {
+    expect(partitionShare(1, 1)).toBe(1);
+    expect(partitionShare(0, 8)).toBe(8);
+  });
+
+  it('scales the record marks of a partition by its share, so that one partition holds what the budget holds; not the byte window', () => {
+    expect(sharedMarks(marks, 4)).toEqual({
+      highWater: 8_000,
+      lowWater: 4_000,
+      highWaterBytes: 16 * 1024 * 1024,
+    });
+    expect(sharedMarks(marks, 1)).toBe(marks);
+    // A lone partition of a worker with a budget of 8 pauses where 8 partitions would all be full.
+    const lone = sharedMarks(marks, partitionShare(1, 8));
+    expect(intakePaused(load(8 * 2_000 - 1, 8 * 2_000 - 1), lone)).toBeUndefined();
+    expect(intakePaused(load(8 * 2_000, 8 * 2_000), lone)).toBe(true);
   });
 });
 
