@@ -1,5 +1,5 @@
 /**
- * Benchmark 9, commits back to back: the worker's TransactionalCommitter against the real
+ * Commits back to back: the worker's TransactionalCommitter against the real
  * broker, each commit (a few trigger records, the ledger record, the offset, in one
  * transaction) begun as soon as the last one returned, as a busy partition does. Side by
  * side in one run: the producer's first retry backoff as shipped (COMMIT_RETRY_FIRST_MS)

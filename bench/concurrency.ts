@@ -1,5 +1,5 @@
 /**
- * Benchmark 8, adaptive concurrency: runs the sweep of bench/adaptive-concurrency.test.ts
+ * Adaptive concurrency: runs the sweep of bench/adaptive-concurrency.test.ts
  * (vitest: it needs the harness's refusing Elasticsearch node and the contract check) and
  * reports it like the others: docs/s of fixed limits 1-16 and of the adaptive limit against
  * one refusing node, side by side, and the adaptive limit over time.

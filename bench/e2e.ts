@@ -1042,7 +1042,7 @@ function endToEndSection(
   const drainPoints = shipped.drainSamples.slice(startAt).map((s) => ({ t: s.t, done: s.done }));
   return {
     id: 'e2e',
-    title: '3. End to end on the real stack (Kafka → worker → Elasticsearch + Redis)',
+    title: 'End to end on the real stack (Kafka → worker → Elasticsearch + Redis)',
     tables,
     targets,
     notes,
@@ -1221,7 +1221,7 @@ function sweepSection(ctx: Ctx, points: WorkerPoint[], shipped: WorkerPoint): Se
   ];
   return {
     id: 'sweep',
-    title: '4. Batch-size sweep (BATCH_MAX)',
+    title: 'Batch-size sweep (BATCH_MAX)',
     tables: [
       {
         head: [
@@ -1338,7 +1338,7 @@ function burstSection(ctx: Ctx, b: BurstResult, shipped: WorkerPoint, avgBytes: 
   const drainRate = b.drained ? b.backlogAtEnd / (b.drainMs / 1000) : Number.NaN;
   return {
     id: 'burst',
-    title: '5. Burst: 10× the sustainable rate',
+    title: 'Burst: 10× the sustainable rate',
     tables: [
       {
         head: [
@@ -1371,7 +1371,7 @@ function burstSection(ctx: Ctx, b: BurstResult, shipped: WorkerPoint, avgBytes: 
     ],
     targets,
     notes: [
-      `The sustainable rate is the shipped worker's drain rate from benchmark 3 (${fmt(shipped.rate, 0)} msg/s); the burst offers 10× that from a ` +
+      `The sustainable rate is the shipped worker's drain rate from the end-to-end drain (${fmt(shipped.rate, 0)} msg/s); the burst offers 10× that from a ` +
         `paced producer with 6 sends in flight (it reached ${fmt(b.achieved, 0)} msg/s, ${fmt(b.achieved / shipped.rate, 1)}× the sustainable rate; ` +
         `its worst lag behind the plan was ${fmt(b.producerMaxLagMs / 1000, 1)} s: on ${ctx.cores} cores the producer, Kafka, the worker and Elasticsearch share the CPU).`,
       `The backlog (produced − done) grows in Kafka while the worker holds at most ${fmt(b.peakInFlight, 0)} records: each partition pauses at ` +

@@ -1,5 +1,5 @@
 /**
- * Benchmark 1: graph overhead. Pre-built Kafka-like records go, from memory, through the real
+ * Graph overhead. Pre-built Kafka-like records go, from memory, through the real
  * per-partition graph into no-op sinks, and through a plain imperative loop doing the same work
  * with the same model functions (parseRecord, the windowed seen-set, OffsetTracker, mergeUpdates,
  * the trigger and dead-letter builders).
@@ -187,7 +187,7 @@ export async function graphBenchmark(opts: GraphOptions): Promise<Section> {
 
   return {
     id: 'graph',
-    title: '1. Graph overhead (in memory, no-op sinks, one core)',
+    title: 'Graph overhead (in memory, no-op sinks, one core)',
     tables: [
       {
         head: [

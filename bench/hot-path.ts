@@ -1,5 +1,5 @@
 /**
- * Benchmark 10, per-record hot paths, each against what it replaced, in one process and one
+ * Per-record hot paths, each against what it replaced, in one process and one
  * run (rounds interleaved, order swapped each round, median of the rounds):
  *
  *   windowed seen-set       the dedup window's ids in typed arrays off the V8 heap against a Set

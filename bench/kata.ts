@@ -1,5 +1,5 @@
 /**
- * Benchmark 2: the kata. 1,000 messages/s for 60 s over 100 clients, 1% re-sent 10 ms to 5 s
+ * The kata. 1,000 messages/s for 60 s over 100 clients, 1% re-sent 10 ms to 5 s
  * later, an enrich step of 10 ± 1 ms. A timer-paced generator in this process feeds the graph's
  * own operators (trackIntake → parseRecords → dropRepeatsWithin → enrichInOrder → rebatch); the enrich function
  * notes, as it starts, how long ago the message was created, and whether it starts out of its
@@ -351,7 +351,7 @@ export async function kataBenchmark(opts: KataOptions): Promise<Section> {
   ]);
   return {
     id: 'kata',
-    title: '2. The kata (1,000 msg/s, 100 clients, enrich 10 ± 1 ms)',
+    title: 'The kata (1,000 msg/s, 100 clients, enrich 10 ± 1 ms)',
     tables: [
       {
         head: [

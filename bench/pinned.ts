@@ -1,5 +1,5 @@
 /**
- * Benchmark 6, "Elasticsearch is the speed limit": the worker against a raw `_bulk` loader with
+ * "Elasticsearch is the speed limit": the worker against a raw `_bulk` loader with
  * pre-encoded bodies, on the same documents, in one run:
  *
  *   pinned      Elasticsearch alone on CPU 0; the load (loader or worker) with Kafka, Redis and

@@ -16,7 +16,7 @@ import { execFile } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
+import { parseArgs as parseCommandLine, promisify } from 'node:util';
 import { commitsBenchmark } from './commits.js';
 import { compressionBenchmark } from './compression.js';
 import { concurrencyBenchmark } from './concurrency.js';
@@ -31,30 +31,80 @@ import { partitionsBenchmark } from './partitions.js';
 import { pinnedBenchmark } from './pinned.js';
 import { scaleOutBenchmark } from './scaleout.js';
 
-const ALL = [
-  'graph',
-  'kata',
-  'e2e',
-  'sweep',
-  'burst',
-  'hot',
-  'pinned',
-  'partitions',
-  'concurrency',
-  'commits',
-  'hotpath',
-  'compression',
-  'scaleout',
-] as const;
+interface RunContext {
+  readonly quick: boolean;
+  readonly resultsDir: string;
+  readonly cores: number;
+  readonly only: ReadonlySet<string>;
+  readonly deadline: number;
+  readonly log: (line: string) => void;
+  readonly workerEntry: string[] | undefined;
+}
+
+/**
+ * The suite, in the order it runs: each benchmark named once, by what it measures, with what
+ * guards which promise in docs/benchmarks.md. `worker`: it starts the shipped worker (dist/ is
+ * built first). e2e also reports sweep and burst, which need its drain rate.
+ */
+const SUITE: readonly {
+  readonly id: string;
+  readonly what: string;
+  readonly worker?: boolean;
+  readonly alsoFor?: readonly string[];
+  readonly run: (c: RunContext) => Promise<Section | Section[]>;
+}[] = [
+  { id: 'graph', what: 'the graph’s cost per record, in memory', run: (c) => graphBenchmark(c) },
+  { id: 'kata', what: 'the kata: 1,000 msg/s, 10 ms each, per-client order', run: (c) => kataBenchmark(c) },
+  {
+    id: 'e2e',
+    what: 'end to end on the local stack: drain against the raw ceiling, latency, BATCH_MAX, a 10× burst',
+    worker: true,
+    alsoFor: ['sweep', 'burst'],
+    run: (c) => endToEndBenchmarks(c),
+  },
+  { id: 'hot', what: 'hot clients: partition load with and without spreading', run: (c) => hotBenchmark(c) },
+  {
+    id: 'pinned',
+    what: 'Elasticsearch is the speed limit: worker against raw _bulk, pinned and not',
+    worker: true,
+    run: (c) => pinnedBenchmark(c),
+  },
+  {
+    id: 'partitions',
+    what: 'Elasticsearch is the limit at every partition count: 1, 4, 8, 32 partitions, RSS at 96, a cold start',
+    worker: true,
+    run: (c) => partitionsBenchmark(c),
+  },
+  {
+    id: 'concurrency',
+    what: 'adaptive concurrency against a refusing node (the vitest sweep, about 3 minutes)',
+    run: (c) => concurrencyBenchmark(c),
+  },
+  { id: 'commits', what: 'transactional commits back to back', run: (c) => commitsBenchmark(c) },
+  { id: 'hotpath', what: 'per-record hot paths against what they replaced', run: (c) => hotPathBenchmark(c) },
+  {
+    id: 'compression',
+    what: 'the worker draining input batches of each codec',
+    worker: true,
+    run: (c) => compressionBenchmark(c),
+  },
+  {
+    id: 'scaleout',
+    what: 'scale-out: 1, 2, 3 workers on a 3-broker cluster',
+    worker: true,
+    run: (c) => scaleOutBenchmark({ ...c, workerEntry: c.workerEntry ?? [] }),
+  },
+];
+
+const ALL = SUITE.flatMap((b) => [b.id, ...(b.alsoFor ?? [])]);
 /** What `npm run bench` runs without --only (scale-out starts a 3-broker cluster and takes minutes of its own). */
 const DEFAULT = ALL.filter((b) => b !== 'scaleout');
 
-const USAGE = `usage: npm run bench [-- --quick] [--only graph,kata,e2e,sweep,burst,hot,pinned,partitions,concurrency,commits,hotpath,compression,scaleout] [--no-build]
+const USAGE = `usage: npm run bench [-- --quick] [--only ${ALL.join(',')}] [--no-build]
   --quick     short durations (a smoke run, about 2 minutes)
   --only      a subset; sweep and burst run e2e first (they need its rate);
-              pinned pins Elasticsearch to CPU 0 and the load to CPU 1 (taskset);
-              partitions: the same pinned comparison at 1, 4, 8 and 32 input partitions,
-              peak RSS at 96, and a cold worker's latency (BENCH_PARTITIONS=1,8 narrows it);
+              pinned and partitions pin Elasticsearch to CPU 0 and the load to CPU 1 (taskset);
+              partitions: BENCH_PARTITIONS=1,8 and BENCH_WORKLOADS=events narrow it;
               compression drains the same events sent by kcat in each codec's batches;
               scaleout (1-3 workers on a 3-broker cluster, ~4 min) runs only when named
   --no-build  run the worker through tsx instead of building dist/
@@ -63,31 +113,32 @@ Writes bench/results/latest.md, index.html, latest.json and SVG plots.
 `;
 
 function parseArgs(argv: string[]) {
-  let quick = false;
-  let build = true;
-  let only = new Set<string>(DEFAULT);
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    if (a === '--quick') quick = true;
-    else if (a === '--no-build') build = false;
-    else if (a === '--only' || a.startsWith('--only=')) {
-      const v = a.includes('=') ? a.slice(a.indexOf('=') + 1) : argv[++i];
-      if (!v) throw new Error('--only needs a list, e.g. --only graph,kata');
-      only = new Set(
-        v
+  const { values } = parseCommandLine({
+    args: argv,
+    options: {
+      quick: { type: 'boolean', default: false },
+      'no-build': { type: 'boolean', default: false },
+      only: { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(USAGE);
+    process.exit(0);
+  }
+  const only = new Set(
+    values.only === undefined
+      ? DEFAULT
+      : values.only
           .split(',')
           .map((x) => x.trim())
           .filter(Boolean),
-      );
-      const bad = [...only].filter((x) => !(ALL as readonly string[]).includes(x));
-      if (bad.length > 0)
-        throw new Error(`--only: unknown benchmark(s) ${bad.join(', ')}; known: ${ALL.join(', ')}`);
-    } else if (a === '--help' || a === '-h') {
-      process.stdout.write(USAGE);
-      process.exit(0);
-    } else throw new Error(`unknown argument ${a} (try --help)`);
-  }
-  return { quick, build, only };
+  );
+  if (only.size === 0) throw new Error('--only needs a list, e.g. --only graph,kata');
+  const bad = [...only].filter((x) => !ALL.includes(x));
+  if (bad.length > 0)
+    throw new Error(`--only: unknown benchmark(s) ${bad.join(', ')}; known: ${ALL.join(', ')}`);
+  return { quick: values.quick, build: !values['no-build'], only };
 }
 
 function cpuModel(): string {
@@ -140,91 +191,24 @@ async function main(): Promise<void> {
   if ((globalThis as { gc?: unknown }).gc === undefined)
     log('  (run with --expose-gc for steadier graph numbers; npm run bench does)');
 
-  if (only.has('graph')) {
-    log('\n[1/8] graph overhead …');
-    const s = await graphBenchmark({ quick, resultsDir });
-    sections.push(s);
-    show(s);
-  }
-  if (only.has('kata')) {
-    log('\n[2/8] the kata …');
-    const s = await kataBenchmark({ quick });
-    sections.push(s);
-    show(s);
-  }
-  let workerEntry: string[] | undefined;
-  if (['e2e', 'sweep', 'burst', 'pinned', 'partitions', 'compression', 'scaleout'].some((b) => only.has(b)))
-    workerEntry = await buildWorker(build, log);
-  if (only.has('e2e') || only.has('sweep') || only.has('burst')) {
-    log('\n[3-5/8] end to end on the local stack …');
-    const e2e = await endToEndBenchmarks({
-      quick,
-      resultsDir,
-      only,
-      deadline: started + budgetMs,
-      cores,
-      log,
-      workerEntry,
-    });
-    for (const s of e2e) {
+  const selected = SUITE.filter((b) => [b.id, ...(b.alsoFor ?? [])].some((id) => only.has(id)));
+  const workerEntry = selected.some((b) => b.worker) ? await buildWorker(build, log) : undefined;
+  const context: RunContext = {
+    quick,
+    resultsDir,
+    cores,
+    only,
+    deadline: started + budgetMs,
+    log,
+    workerEntry,
+  };
+  for (const b of selected) {
+    log(`\n[${b.id}] ${b.what} …`);
+    const result = await b.run(context);
+    for (const s of Array.isArray(result) ? result : [result]) {
       sections.push(s);
       show(s);
     }
-  }
-  if (only.has('hot')) {
-    log('\n[6/8] hot clients: partition load with and without spreading …');
-    const s = await hotBenchmark({ quick, log });
-    sections.push(s);
-    show(s);
-  }
-
-  if (only.has('pinned')) {
-    log('\n[7/8] Elasticsearch is the speed limit: pinned and not pinned …');
-    const s = await pinnedBenchmark({ quick, resultsDir, log, workerEntry });
-    sections.push(s);
-    show(s);
-  }
-
-  if (only.has('partitions')) {
-    log('\n[partitions] Elasticsearch is the limit at every partition count …');
-    const s = await partitionsBenchmark({ quick, resultsDir, log, workerEntry });
-    sections.push(s);
-    show(s);
-  }
-
-  if (only.has('concurrency')) {
-    log('\n[8/8] adaptive concurrency against a refusing node (the vitest sweep, about 3 minutes) …');
-    const s = await concurrencyBenchmark({ resultsDir, log });
-    sections.push(s);
-    show(s);
-  }
-
-  if (only.has('commits')) {
-    log('\n[commits] commits back to back, the first retry backoff shipped vs kafkajs’s default …');
-    const s = await commitsBenchmark({ quick, log });
-    sections.push(s);
-    show(s);
-  }
-
-  if (only.has('hotpath')) {
-    log('\n[hotpath] per-record hot paths against what they replaced …');
-    const s = await hotPathBenchmark({ quick, log });
-    sections.push(s);
-    show(s);
-  }
-
-  if (only.has('compression')) {
-    log('\n[compression] the worker draining input batches of each codec …');
-    const s = await compressionBenchmark({ quick, resultsDir, log, workerEntry });
-    sections.push(s);
-    show(s);
-  }
-
-  if (only.has('scaleout')) {
-    log('\n[9] scale-out on a 3-broker cluster …');
-    const s = await scaleOutBenchmark({ quick, resultsDir, cores, log, workerEntry: workerEntry ?? [] });
-    sections.push(s);
-    show(s);
   }
 
   const git = await promisify(execFile)('git', ['describe', '--always', '--dirty'])

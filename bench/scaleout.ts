@@ -1,5 +1,5 @@
 /**
- * Benchmark 6, scale-out (`npm run bench -- --only scaleout`): on a 3-broker cluster, one
+ * Scale-out (`npm run bench -- --only scaleout`): on a 3-broker cluster, one
  * pre-loaded 12-partition topic drained by 1, 2 and 3 workers in one consumer group (a fresh
  * group and fresh indices each time), against the raw `_bulk` ceiling measured in the same
  * run on the same documents. CPU seconds by process: the workers, each broker,
@@ -269,7 +269,7 @@ function section(
   const best = r.points.reduce((a, p) => (p.rate > a.rate ? p : a));
   return {
     id: 'scaleout',
-    title: '6. Scale-out: 1, 2 and 3 workers in one group on a 3-broker cluster',
+    title: 'Scale-out: 1, 2 and 3 workers in one group on a 3-broker cluster',
     tables: [
       {
         head: [

@@ -2,7 +2,7 @@ import type { Client } from '@elastic/elasticsearch';
 /**
  * The ceiling of the end-to-end benchmarks: the same documents the worker writes, loaded
  * straight into Elasticsearch with `_bulk` at the best batch size and concurrency found by a
- * short greedy search. Shared by e2e (benchmark 3) and scaleout, so that both compare the
+ * short greedy search. Shared by e2e and scaleout, so that both compare the
  * worker against one loader.
  */
 import { indexDialect } from '../../src/worker/index-dialect.js';
