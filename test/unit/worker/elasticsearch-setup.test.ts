@@ -2,7 +2,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { ensureTemplate, eventsMapping } from '../../../src/worker/elasticsearch-setup.js';
 
-/** Only what ensureTemplate calls; the real server's answers are covered in test/integration/elasticsearch-setup. */
+/** Only what ensureTemplate calls; the real server's answers are covered in test/integration/elasticsearch/elasticsearch-setup. */
 function fakeClient({ ilm }: { ilm: boolean }) {
   const puts: unknown[] = [];
   return {
