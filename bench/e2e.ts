@@ -71,7 +71,7 @@ export interface EndToEndOptions {
   readonly workerEntry?: readonly string[];
 }
 
-/** Issue 11's targets: p99 at half load with the shipped defaults, peak RSS through the burst. */
+/** The targets: p99 at half load with the shipped defaults, peak RSS through the burst. */
 const P99_TARGET_MS = 250;
 const RSS_TARGET_MB = 256;
 const SWEEP = [50, 100, 200, 500, 1000, 2000];
@@ -643,9 +643,8 @@ async function runAll(ctx: Ctx): Promise<Section[]> {
 
   const drainCapMs = quick ? 20_000 : 45_000;
   // An unmeasured worker drain first, as in the pinned bench: on a stack started for the run
-  // the first worker paid the servers' JIT (on 2026-12-04 the shipped point read 11,444 docs/s
-  // and a 2.6-s p99 at 5,722 msg/s, then BATCH_MAX=1000 and 2000 16.5k and 19.8k with p99s of
-  // 272 and 342 ms at the same offered load, in the same run).
+  // the first worker pays the servers' JIT, which made the first point of a run look far slower
+  // than the same settings a minute later.
   log('  warming the stack up: one unmeasured worker drain …');
   const warmUp = await drainOnce(ctx, 'wwarm', backlog, n, quick ? 30_000 : 90_000);
   log(`    warm-up ${fmt(warmUp.rate, 0)} docs/s (not a point)`);

@@ -111,9 +111,9 @@ async function runPinned(ctx: Ctx, kafka: ReturnType<typeof kafkaClient>): Promi
     workloads.push({ key, label, profileShare, topic, docs: plan.map(documentOf) });
   }
 
-  // Unmeasured drains first: a stack started for the run paid its JIT in the first worker
+  // Unmeasured drains first: a stack started for the run pays its JIT in the first worker
   // drain (the brokers' transaction paths, Elasticsearch's create and mget paths), which
-  // halved the first pinned row on 2026-12-04 (15.9k docs/s cold, 26–31k warm, same code).
+  // would halve the first pinned row.
   const warmUp: string[] = [];
   for (const w of workloads) {
     ctx.log(`  warming the stack up: one unmeasured worker drain, ${w.label} …`);

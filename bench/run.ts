@@ -154,7 +154,7 @@ function cpuModel(): string {
 /** Builds dist/ so that the worker runs as shipped; falls back to tsx if the build fails. */
 async function buildWorker(build: boolean, log: (line: string) => void): Promise<string[]> {
   if (!build) {
-    // Not the shipped worker: under tsx it held 20–45 MB more at peak (2026-12-05) and runs whatever src/ holds now.
+    // Not the shipped worker: under tsx it holds more memory at peak and runs whatever src/ holds now.
     log('  --no-build: the worker runs from src/ through tsx, not as shipped (its RSS and latency differ)');
     return ['--import', 'tsx', 'src/cli/main.ts'];
   }
