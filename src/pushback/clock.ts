@@ -1,6 +1,6 @@
 /**
  * Time for the push-back mechanisms: read the time, set and clear timers. Injected so
- * that unit tests drive the mechanisms with a manual clock (test/support/manual-clock.ts)
+ * that unit tests drive the mechanisms with a manual clock (test/support/fakes/manual-clock.ts)
  * and production uses the real one; no module reads the time any other way.
  */
 export interface Clock {

@@ -6,7 +6,7 @@ import type { MergedUpdate } from '../model/profile-merge.js';
 /**
  * The narrow interfaces between the graph and the outside world. The worker plugs in
  * Redis, Elasticsearch and Kafka (promises); marble tests and benchmarks plug in the
- * in-memory versions from `test/support/in-memory-ports.ts`, which answer synchronously so
+ * in-memory versions from `test/support/fakes/in-memory-ports.ts`, which answer synchronously so
  * that TestScheduler's virtual time covers the whole graph.
  */
 
