@@ -373,6 +373,7 @@ function section(
           'worker thread busy',
           'first record done (s after spawn)',
           'worker peak RSS (MB)',
+          'at the peak: heap used / external (MB)',
         ],
         rows: rows.map((r) => [
           r.pinned ? 'pinned' : 'not pinned',
@@ -385,6 +386,9 @@ function section(
           fmt(r.worker.threadBusy, 2),
           fmt(r.worker.firstDoneMs / 1000, 1),
           fmt(r.worker.peakRssMb, 0),
+          r.worker.atPeak
+            ? `${fmt(r.worker.atPeak.heapUsedMb, 0)} / ${fmt(r.worker.atPeak.externalMb, 0)}`
+            : 'n/a',
         ]),
       },
       budget,

@@ -48,6 +48,8 @@ export interface WorkerRun {
   readonly peakRssMb: number;
   /** ms from the worker's spawn to its first record done. */
   readonly firstDoneMs: number;
+  /** What the resident memory was made of at its peak (process.memoryUsage, MB). */
+  readonly atPeak?: { readonly heapUsedMb: number; readonly externalMb: number };
 }
 
 export interface LoaderTrial extends LoaderSetting {
@@ -129,6 +131,11 @@ export async function rawCeiling(
   }
 }
 
+const atPeakOf = (worker: BenchWorker) => {
+  const m = worker.memoryAtPeak();
+  return m ? { atPeak: { heapUsedMb: m.heapUsed / 2 ** 20, externalMb: m.external / 2 ** 20 } } : {};
+};
+
 /** Each core's busy share between two readings of coreBusySeconds() `ms` apart. */
 export const busyBetween = (a: readonly number[], b: readonly number[], ms: number) =>
   b.map((x, i) => Math.min(1, (x - (a[i] ?? Number.NaN)) / (ms / 1000)));
@@ -179,6 +186,7 @@ export async function drainWithWorker(
     coreBusy: busyBetween(first?.coreBusy ?? [], last?.coreBusy ?? [], (last?.t ?? 0) - (first?.t ?? 0)),
     peakRssMb: worker.peakRssMb(),
     firstDoneMs: worker.samples.find((s) => s.done > 0)?.t ?? Number.NaN,
+    ...atPeakOf(worker),
   };
   return { run, worker, name, window: { fromMs: first?.t ?? 0, toMs: endT } };
 }

@@ -128,6 +128,7 @@ describe('loadConfig: a bad value is one line naming the variable, the value and
     ['BATCH_JOIN_BYTES', '1MiB', 'a whole number from 0 to 268435456'],
     ['HIGH_WATER', '0', 'a whole number from 1 to 10000000'],
     ['HIGH_WATER_BYTES', '1000', 'a whole number from 65536 to 4294967296'],
+    ['INTAKE_SHARE_PARTITIONS', '0', 'a whole number from 1 to 1024'],
     ['LOW_WATER', 'ten', 'a whole number from 0 to 10000000'],
     ['COMMIT_INTERVAL_MS', '60001', 'a whole number from 1 to 60000'],
     ['COMMIT_EVERY', '1e3', 'a whole number from 1 to 1000000'],
