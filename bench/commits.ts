@@ -10,8 +10,9 @@
 import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
 import { createRetryPolicy } from '../src/retry/retry-policy.js';
+import { COMMIT_RETRY_FIRST_MS } from '../src/sinks/kafka/partition-takeover.js';
 import { ProgressLedger } from '../src/sinks/kafka/progress-ledger.js';
-import { COMMIT_RETRY_FIRST_MS, TransactionalCommitter } from '../src/sinks/kafka/transactional-committer.js';
+import { TransactionalCommitter } from '../src/sinks/kafka/transactional-committer.js';
 import type { OutRecord } from '../src/sinks/ports.js';
 import { barChart } from './lib/plot.js';
 import type { Section } from './lib/report.js';
