@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { WorkerMetrics } from '../metrics/worker-metrics.js';
 import { classifyError } from '../model/failures.js';
+import { partitionKey as key } from '../model/topic-partition.js';
 import type { PartitionPauses } from '../pushback/intake/partition-pauses.js';
 import type { RetryPolicy } from '../retry/retry-policy.js';
 import { CommitFailedError, PartitionLostError } from '../sinks/kafka/transactional-committer.js';
@@ -188,5 +189,3 @@ export class PartitionRegistry {
     this.restarts.set(k, timer);
   }
 }
-
-const key = (topic: string, partition: number) => `${topic}[${partition}]`;
