@@ -12,6 +12,7 @@ import { assertKafkajsReadCommitted } from '../kafkajs-patch/read-committed.js';
 import { EsPoolMonitor, esPoolStats } from '../metrics/es-pool-monitor.js';
 import { timedDocumentStore, timedKnownCopies } from '../metrics/timed-sinks.js';
 import { WorkerMetrics } from '../metrics/worker-metrics.js';
+import { Assignment } from '../model/topic-partition.js';
 import { type Enrich, identityEnrich } from '../operators/enrich-in-order.js';
 import { PushbackHolds } from '../pushback/intake/holds.js';
 import { PartitionPauses } from '../pushback/intake/partition-pauses.js';
@@ -157,7 +158,8 @@ export async function startWorker({
     log,
   );
   // Push-back: the store's gate (adaptive concurrency, breaker), shedding, lag, hot clients.
-  const holds = new PushbackHolds(pauses);
+  const assignment = new Assignment();
+  const holds = new PushbackHolds(pauses, assignment);
   const pushbackLog = log.child({ component: 'pushback' });
   const pushback = new WorkerPushback({
     settings: config.control,
@@ -283,6 +285,7 @@ export async function startWorker({
         observeClient: (t, clientId) => pushback.observeClient(t, clientId),
       }),
     pauses,
+    assignment,
     retry,
     metrics,
     log,
@@ -297,7 +300,7 @@ export async function startWorker({
   consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
     pauses.reapply();
     registry.assign(payload.memberAssignment);
-    holds.assign(payload.memberAssignment);
+    holds.applyToAssignment();
   });
   // A fetch that brought only transaction markers or aborted records never reaches
   // eachBatch; its end still moves the partition's position.
