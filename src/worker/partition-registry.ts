@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { WorkerMetrics } from '../metrics/worker-metrics.js';
 import { classifyError } from '../model/failures.js';
+import { type Assignment, partitionKey as key, type MemberAssignment } from '../model/topic-partition.js';
 import type { PartitionPauses } from '../pushback/intake/partition-pauses.js';
 import type { RetryPolicy } from '../retry/retry-policy.js';
 import { CommitFailedError, PartitionLostError } from '../sinks/kafka/transactional-committer.js';
@@ -10,6 +11,8 @@ export interface PartitionRegistryDeps {
   /** `resumeAt`: where a replaced runner started taking records, for when nothing is committed yet. */
   readonly createRunner: (topic: string, partition: number, resumeAt: string | undefined) => PartitionRunner;
   readonly pauses: PartitionPauses;
+  /** The worker's one record of its assignment: written here, read by push-back too. */
+  readonly assignment: Assignment;
   readonly retry: RetryPolicy;
   readonly metrics: WorkerMetrics;
   readonly log: Logger;
@@ -37,7 +40,6 @@ interface Slot {
  */
 export class PartitionRegistry {
   private readonly slots = new Map<string, Slot>();
-  private assigned = new Set<string>();
   private readonly failures = new Map<string, number>();
   private readonly restarts = new Map<string, NodeJS.Timeout>();
   /**
@@ -51,14 +53,12 @@ export class PartitionRegistry {
   constructor(private readonly deps: PartitionRegistryDeps) {}
 
   /** The new assignment (synchronously from GROUP_JOIN, before the generation's first fetch). */
-  assign(assignment: Readonly<Record<string, readonly number[]>>): void {
+  assign(assignment: MemberAssignment): void {
+    const assigned = this.deps.assignment;
+    assigned.set(assignment);
     if (this.stopping) return;
-    const next = new Set<string>();
-    for (const [topic, partitions] of Object.entries(assignment))
-      for (const p of partitions) next.add(key(topic, p));
-    this.assigned = next;
     for (const [k, slot] of [...this.slots]) {
-      if (next.has(k)) continue;
+      if (assigned.ownsKey(k)) continue;
       this.slots.delete(k);
       this.resumeAt.delete(k);
       this.deps.log.info({ topic: slot.topic, partition: slot.partition }, 'partition revoked; draining');
@@ -66,7 +66,7 @@ export class PartitionRegistry {
       void slot.runner.drain(this.deps.drainTimeoutMs);
     }
     for (const [k, timer] of this.restarts) {
-      if (next.has(k)) continue;
+      if (assigned.ownsKey(k)) continue;
       clearTimeout(timer);
       this.restarts.delete(k);
       this.resumeAt.delete(k);
@@ -80,11 +80,6 @@ export class PartitionRegistry {
   /** The runner taking records for this partition, if one does. */
   runnerFor(topic: string, partition: number): PartitionRunner | undefined {
     return this.slots.get(key(topic, partition))?.runner;
-  }
-
-  /** Partitions in the group's latest assignment to this worker. */
-  get assignedCount(): number {
-    return this.assigned.size;
   }
 
   /** Records taken in and not finished yet, over every partition this worker runs. */
@@ -139,7 +134,7 @@ export class PartitionRegistry {
     const k = key(topic, partition);
     if (this.slots.get(k)?.runner !== runner) return;
     this.slots.delete(k);
-    if (this.stopping || !this.assigned.has(k)) return;
+    if (this.stopping || !this.deps.assignment.ownsKey(k)) return;
     const firstTaken = runner.firstTaken;
     if (firstTaken !== undefined && !this.resumeAt.has(k)) this.resumeAt.set(k, firstTaken);
     if (end.drained) {
@@ -188,10 +183,9 @@ export class PartitionRegistry {
     this.deps.metrics.countRetries('kafka', reason);
     const timer = setTimeout(() => {
       this.restarts.delete(k);
-      if (!this.stopping && this.assigned.has(k) && !this.slots.has(k)) this.start(topic, partition);
+      if (!this.stopping && this.deps.assignment.ownsKey(k) && !this.slots.has(k))
+        this.start(topic, partition);
     }, delayMs);
     this.restarts.set(k, timer);
   }
 }
-
-const key = (topic: string, partition: number) => `${topic}[${partition}]`;

@@ -8,6 +8,7 @@ import { assertKafkajsProduceRetries } from '../kafkajs-patch/produce-retries.js
 import { assertKafkajsReadCommitted } from '../kafkajs-patch/read-committed.js';
 import { timedDocumentStore, timedKnownCopies } from '../metrics/timed-sinks.js';
 import { WorkerMetrics } from '../metrics/worker-metrics.js';
+import { Assignment } from '../model/topic-partition.js';
 import { type Enrich, identityEnrich } from '../operators/enrich-in-order.js';
 import { PushbackHolds } from '../pushback/intake/holds.js';
 import { partitionShare } from '../pushback/intake/marks.js';
@@ -81,7 +82,8 @@ export async function startWorker({
     ? { http }
     : {};
   const close = () => closeClients(clients, running);
-  const { pauses, holds, pushback } = createPushback(config, clients, { metrics, log });
+  const assignment = new Assignment();
+  const { pauses, holds, pushback } = createPushback(config, clients, { assignment, metrics, log });
 
   try {
     await checkAndPrepare(config, clients, log);
@@ -106,6 +108,7 @@ export async function startWorker({
     ports,
     pushback,
     pauses,
+    assignment,
     retry,
     metrics,
     log,
@@ -160,7 +163,7 @@ async function serveOperations(
 function createPushback(
   config: Config,
   clients: WorkerClients,
-  o: { metrics: WorkerMetrics; log: Logger },
+  o: { assignment: Assignment; metrics: WorkerMetrics; log: Logger },
 ): { pauses: PartitionPauses; holds: PushbackHolds; pushback: WorkerPushback } {
   const { metrics, log } = o;
   const pauses = new PartitionPauses(
@@ -171,7 +174,7 @@ function createPushback(
     },
     log,
   );
-  const holds = new PushbackHolds(pauses);
+  const holds = new PushbackHolds(pauses, o.assignment);
   const pushback = new WorkerPushback({
     settings: config.control,
     group: config.kafka.groupId,
@@ -239,6 +242,7 @@ function createPartitions(
     ports: PartitionRunnerDeps['ports'];
     pushback: WorkerPushback;
     pauses: PartitionPauses;
+    assignment: Assignment;
     retry: RetryPolicy;
     metrics: WorkerMetrics;
     log: Logger;
@@ -247,7 +251,7 @@ function createPartitions(
 ): PartitionRegistry {
   const { pushback, pauses, retry, metrics, log } = o;
   const ledger = new ProgressLedger(clients.kafka, clients.admin, config.kafka.progressTopic, log);
-  const registry: PartitionRegistry = new PartitionRegistry({
+  return new PartitionRegistry({
     createRunner: (topic, partition, resumeAt) =>
       new PartitionRunner(topic, partition, resumeAt, {
         config,
@@ -262,9 +266,10 @@ function createPartitions(
         metrics,
         log,
         observeClient: (t, clientId) => pushback.observeClient(t, clientId),
-        share: () => partitionShare(registry.assignedCount, config.graph.intakeSharePartitions),
+        share: () => partitionShare(o.assignment.size, config.graph.intakeSharePartitions),
       }),
     pauses,
+    assignment: o.assignment,
     retry,
     metrics,
     log,
@@ -272,7 +277,6 @@ function createPartitions(
     fencedBackoffMs: 2 * clients.heartbeatInterval,
     onFatal: o.onFatal,
   });
-  return registry;
 }
 
 /** Follows the consumer group: assignments, fetches that brought only gaps, crashes. */
@@ -292,7 +296,7 @@ function followTheGroup(
   consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
     o.pauses.reapply();
     o.partitions.assign(payload.memberAssignment);
-    o.holds.assign(payload.memberAssignment);
+    o.holds.applyToAssignment();
   });
   // A fetch that brought only transaction markers or aborted records never reaches
   // eachBatch; its end still moves the partition's position.

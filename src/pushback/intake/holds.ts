@@ -1,11 +1,12 @@
+import type { Assignment } from '../../model/topic-partition.js';
 import type { PartitionPauses } from './partition-pauses.js';
 
 /**
  * The worker-wide holds on intake that push-back decides: every partition while the
  * Elasticsearch breaker is open (reason `breaker`) or the live heap is near its limit
  * (reason `memory`), a shed topic's partitions (reason `shed`). They apply to whatever this worker is assigned now, and to what it is assigned
- * later (`assign`, from every GROUP_JOIN, after the registry let go of revoked
- * partitions); PartitionPauses keeps them apart from the
+ * later (`applyToAssignment`, on every GROUP_JOIN once the registry has recorded the new
+ * assignment and let go of revoked partitions); PartitionPauses keeps them apart from the
  * per-partition reasons (`starting`, `backpressure`), so a partition is fetched again only
  * when nothing holds it.
  */
@@ -13,18 +14,20 @@ export class PushbackHolds {
   private breakerOpen = false;
   private memoryHigh = false;
   private readonly shed = new Set<string>();
-  private assigned: Readonly<Record<string, readonly number[]>> = {};
 
-  constructor(private readonly pauses: Pick<PartitionPauses, 'set'>) {}
+  constructor(
+    private readonly pauses: Pick<PartitionPauses, 'set'>,
+    /** The worker's record of its assignment (the registry writes it). */
+    private readonly assigned: Pick<Assignment, 'owns' | 'partitions'>,
+  ) {}
 
-  /** The group's new assignment for this worker: the holds apply to it at once. */
-  assign(assignment: Readonly<Record<string, readonly number[]>>): void {
-    this.assigned = assignment;
+  /** The assignment changed: the holds apply to the new one at once. */
+  applyToAssignment(): void {
     this.applyAll();
   }
 
   owns(topic: string, partition: number): boolean {
-    return this.assigned[topic]?.includes(partition) ?? false;
+    return this.assigned.owns(topic, partition);
   }
 
   setBreakerOpen(open: boolean): void {
@@ -48,11 +51,10 @@ export class PushbackHolds {
 
   /** Brings every assigned partition in line with the holds (PartitionPauses ignores repeats). */
   private applyAll(): void {
-    for (const [topic, partitions] of Object.entries(this.assigned))
-      for (const partition of partitions) {
-        this.pauses.set(topic, partition, 'breaker', this.breakerOpen);
-        this.pauses.set(topic, partition, 'memory', this.memoryHigh);
-        this.pauses.set(topic, partition, 'shed', this.shed.has(topic));
-      }
+    for (const { topic, partition } of this.assigned.partitions()) {
+      this.pauses.set(topic, partition, 'breaker', this.breakerOpen);
+      this.pauses.set(topic, partition, 'memory', this.memoryHigh);
+      this.pauses.set(topic, partition, 'shed', this.shed.has(topic));
+    }
   }
 }

@@ -1,5 +1,6 @@
 import type { Consumer } from 'kafkajs';
 import type { Logger } from 'pino';
+import { partitionKey } from '../../model/topic-partition.js';
 
 /** Why a partition's intake is paused; the contract's `rxingest_partition_paused{reason}`. */
 export type PauseReason = 'starting' | 'backpressure' | 'breaker' | 'memory' | 'shed' | 'stopping';
@@ -14,7 +15,11 @@ export interface PauseObserver {
  * it is fetched again only when none is left. kafkajs pauses per topic-partition.
  */
 export class PartitionPauses {
-  private readonly reasons = new Map<string, Set<PauseReason>>();
+  /** Per partition held (partitionKey), what holds it. */
+  private readonly reasons = new Map<
+    string,
+    { readonly topic: string; readonly partition: number; readonly held: Set<PauseReason> }
+  >();
 
   constructor(
     private readonly consumer: Pick<Consumer, 'pause' | 'resume'>,
@@ -23,12 +28,12 @@ export class PartitionPauses {
   ) {}
 
   set(topic: string, partition: number, reason: PauseReason, on: boolean): void {
-    const key = `${topic}\u0000${partition}`;
-    let held = this.reasons.get(key);
+    const key = partitionKey(topic, partition);
+    let held = this.reasons.get(key)?.held;
     if (held === undefined) {
       if (!on) return;
       held = new Set();
-      this.reasons.set(key, held);
+      this.reasons.set(key, { topic, partition, held });
     }
     if (held.has(reason) === on) return;
     const was = held.size > 0;
@@ -47,10 +52,7 @@ export class PartitionPauses {
    * pause/resume while it is not running): the worker re-applies them on every GROUP_JOIN.
    */
   reapply(): void {
-    for (const key of this.reasons.keys()) {
-      const [topic, partition] = key.split('\u0000') as [string, string];
-      this.apply(topic, Number(partition), true);
-    }
+    for (const { topic, partition } of this.reasons.values()) this.apply(topic, partition, true);
   }
 
   private apply(topic: string, partition: number, paused: boolean): void {
@@ -65,13 +67,13 @@ export class PartitionPauses {
   }
 
   isPaused(topic: string, partition: number): boolean {
-    return this.reasons.has(`${topic}\u0000${partition}`);
+    return this.reasons.has(partitionKey(topic, partition));
   }
 
   /** Forgets a partition (revoked): its reasons belong to its next owner. */
   forget(topic: string, partition: number): void {
-    const key = `${topic}\u0000${partition}`;
-    const held = this.reasons.get(key);
+    const key = partitionKey(topic, partition);
+    const held = this.reasons.get(key)?.held;
     if (held === undefined) return;
     for (const r of held) this.observer.paused(topic, partition, r, false);
     this.reasons.delete(key);

@@ -2,8 +2,15 @@ import type { Admin, Kafka, Producer } from 'kafkajs';
 import type { Logger } from 'pino';
 import { causes, isTooLarge } from '../../model/failures.js';
 import { greater } from '../../model/offset-tracker.js';
-import { type RetryPolicy, retrying } from '../../retry/retry-policy.js';
 import type { CommitSink, OutRecord } from '../ports.js';
+import {
+  fence,
+  offsetMetadata,
+  type TakeoverOptions,
+  type TakeoverRetryReason,
+  takeOverPartition,
+  transactionalId,
+} from './partition-takeover.js';
 import { ProgressLedger } from './progress-ledger.js';
 import { fitRecords, requestsOf } from './record-limits.js';
 import { TopicLimits } from './topic-limits.js';
@@ -22,18 +29,9 @@ export class CommitFailedError extends Error {
   override name = 'CommitFailedError';
 }
 
-export interface TransactionalCommitterOptions {
-  readonly groupId: string;
-  readonly topic: string;
-  readonly partition: number;
+export interface TransactionalCommitterOptions extends TakeoverOptions {
   /** PROGRESS_TOPIC: the ledger of the highest offset ever committed. */
   readonly progressTopic: string;
-  /**
-   * For the reads of `open`: a group coordinator that moved or is still loading
-   * (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, common just after a broker restart)
-   * is asked again a few times before the start of the partition fails.
-   */
-  readonly retry: RetryPolicy;
   /**
    * Told of each retry (`rxingest_retries_total{target="kafka",reason}`): a read at the
    * start asked again (`offset-read`, `progress-read`), a commit sent again after the broker
@@ -46,21 +44,16 @@ export interface TransactionalCommitterOptions {
    * its start; without it, the committer reads them itself before its first commit to them.
    */
   readonly limits?: TopicLimits;
-  /** kafkajs's first retry backoff for this partition's producer (ms); see COMMIT_RETRY_FIRST_MS. */
-  readonly retryFirstMs?: number;
 }
 
 /** Why the committer tried again: bounded label values. */
-export type KafkaRetryReason = 'offset-read' | 'progress-read' | 'too-large';
+export type KafkaRetryReason = TakeoverRetryReason | 'too-large';
 
-const OPEN_READ_RETRIES = 6;
 /**
  * A refusal as too large that a fresh read of the limits does not explain (a limit not yet
  * visible, an estimate short) halves the limits used for the commit, this many times at most.
  */
 const MAX_SQUEEZE = 16;
-/** The first retry backoff of a commit's producer; kafkajs's default is 300 ms. */
-export const COMMIT_RETRY_FIRST_MS = 5;
 
 export interface OpenedPartition {
   readonly committer: TransactionalCommitter;
@@ -75,7 +68,6 @@ const FENCED = new Set([
   'PRODUCER_FENCED',
   'TRANSACTIONAL_ID_AUTHORIZATION_FAILED',
 ]);
-const METADATA_TAG = 'rxingest:highest=';
 
 /**
  * Publishes a partition's trigger and dead-letter records and commits its offset in one
@@ -84,11 +76,9 @@ const METADATA_TAG = 'rxingest:highest=';
  * records the highest offset ever committed (offset metadata and PROGRESS_TOPIC), which
  * is how a later reset of the group's offsets is told apart from work never committed.
  *
- * One producer per input partition, with a transactional id built from the encoded group,
- * topic and partition (no two pipelines can collide): when the partition moves, the new
- * owner's producer bumps the epoch (kafkajs does so when its first transaction begins, not
- * on connect) and this one's next commit fails as fenced (kafkajs's TxnOffsetCommit has
- * no generation fencing of its own).
+ * One producer per input partition, with the partition's transactional id: when the
+ * partition moves, the new owner's takeover (partition-takeover.ts) fences this producer,
+ * and its next commit fails as fenced.
  */
 export class TransactionalCommitter implements CommitSink {
   private constructor(
@@ -103,14 +93,10 @@ export class TransactionalCommitter implements CommitSink {
   ) {}
 
   static transactionalId(groupId: string, topic: string, partition: number): string {
-    return `rxingest/${ProgressLedger.keyOf(groupId, topic, partition)}`;
+    return transactionalId(groupId, topic, partition);
   }
 
-  /**
-   * Takes the partition over: fences the previous owner (its open transaction is aborted),
-   * then reads the committed offset and the highest offset ever committed — in that order,
-   * so an old owner's late commit cannot slip in between.
-   */
+  /** Takes the partition over (takeOverPartition) and gives its committer. */
   static async open(
     kafka: Kafka,
     admin: Admin,
@@ -118,78 +104,20 @@ export class TransactionalCommitter implements CommitSink {
     options: TransactionalCommitterOptions,
     log: Logger,
   ): Promise<OpenedPartition> {
-    const { groupId, topic, partition } = options;
-    const newProducer = () =>
-      kafka.producer({
-        transactionalId: TransactionalCommitter.transactionalId(groupId, topic, partition),
-        idempotent: true,
-        maxInFlightRequests: 1,
-        transactionTimeout: 60_000,
-        // kafkajs's idempotence wants unbounded retries; the runner's drain timeout and the
-        // restart of a partition whose commit failed bound how long a commit may take.
-        // A transaction begun right after the last one's EndTxn is refused with
-        // CONCURRENT_TRANSACTIONS until the broker has written its markers (a few ms), and
-        // kafkajs waits initialRetryTime before asking again; its 300 ms default would set
-        // the pace of commits back to back (the Java client backs off far less for this case,
-        // KAFKA-5477). Since the transaction manager keeps its coordinators
-        // (patches/kafkajs+2.2.4.patch), nothing stands between EndTxn and the next
-        // AddPartitionsToTxn and the refusal comes nearly every time, so the first backoff is
-        // short: a few wasted requests to the coordinator buy commits that follow each other
-        // closely (docs/benchmarks.md, `npm run bench -- --only commits`).
-        retry: {
-          retries: Number.MAX_SAFE_INTEGER,
-          initialRetryTime: options.retryFirstMs ?? COMMIT_RETRY_FIRST_MS,
-          maxRetryTime: 5_000,
-        },
-      });
-    const producer = newProducer();
-    try {
-      await producer.connect();
-      await (await producer.transaction()).abort();
-      const read = () =>
-        retrying(options.retry, () => admin.fetchOffsets({ groupId, topics: [topic] }), {
-          maxRetries: OPEN_READ_RETRIES,
-          onRetry: (err, attempt) => {
-            options.onRetry?.('offset-read');
-            log.warn(
-              { topic, partition, attempt, reason: String(err) },
-              'reading the committed offset again',
-            );
-          },
-        }).then((offsets) => offsets[0]?.partitions.find((x) => x.partition === partition));
-      const p = await settledRead(read, (x) => x?.offset);
-      const committed = p === undefined || p.offset === '-1' ? undefined : p.offset;
-      // Metadata missing: offsets reset by a tool, or never committed: ask the ledger.
-      let highest =
-        fromMetadata(p?.metadata) ??
-        (await retrying(
-          options.retry,
-          () => ledger.highestOf(ProgressLedger.keyOf(groupId, topic, partition)),
-          { maxRetries: OPEN_READ_RETRIES, onRetry: () => options.onRetry?.('progress-read') },
-        ));
-      if (committed !== undefined && (highest === undefined || greater(committed, highest)))
-        highest = committed;
-      const replayedBelow =
-        highest !== undefined && (committed === undefined || greater(highest, committed))
-          ? highest
-          : undefined;
-      return {
-        committer: new TransactionalCommitter(
-          producer,
-          newProducer,
-          admin,
-          options,
-          log,
-          highest,
-          options.limits ?? new TopicLimits(admin, log),
-        ),
-        committed,
-        replayedBelow,
-      };
-    } catch (err) {
-      await producer.disconnect().catch(() => undefined);
-      throw err;
-    }
+    const taken = await takeOverPartition(kafka, admin, ledger, options, log);
+    return {
+      committer: new TransactionalCommitter(
+        taken.producer,
+        taken.newProducer,
+        admin,
+        options,
+        log,
+        taken.highest,
+        options.limits ?? new TopicLimits(admin, log),
+      ),
+      committed: taken.committed,
+      replayedBelow: taken.replayedBelow,
+    };
   }
 
   async commit(offset: string, records: readonly OutRecord[]): Promise<void> {
@@ -274,8 +202,7 @@ export class TransactionalCommitter implements CommitSink {
   private async renewProducer(): Promise<void> {
     await this.producer.disconnect().catch(() => undefined);
     this.producer = this.newProducer();
-    await this.producer.connect();
-    await (await this.producer.transaction()).abort();
+    await fence(this.producer);
   }
 
   private async commitOnce(
@@ -315,9 +242,7 @@ export class TransactionalCommitter implements CommitSink {
       }
       await tx.sendOffsets({
         consumerGroupId: groupId,
-        topics: [
-          { topic, partitions: [{ partition, offset, metadata: `${METADATA_TAG}${highest}` } as never] },
-        ],
+        topics: [{ topic, partitions: [{ partition, offset, metadata: offsetMetadata(highest) } as never] }],
       });
       await tx.commit();
     } catch (err) {
@@ -325,35 +250,6 @@ export class TransactionalCommitter implements CommitSink {
       throw err;
     }
   }
-}
-
-/** Reads apart while the committed offset still moves, and at most this many. */
-const SETTLE_READS = 8;
-const SETTLE_GAP_MS = 150;
-
-/**
- * The committed offset once two reads SETTLE_GAP_MS apart agree. The fence above returns
- * once the previous owner's last transaction is complete, but the group coordinator makes
- * its offsets visible a moment later (asynchronously; after a broker failover, later still),
- * and kafkajs speaks OffsetFetch only up to v4, without KIP-447's `require_stable` that
- * would wait for it: one read may show the offset before that commit, and the records it
- * passed would be processed again (their triggers and dead letters sent twice).
- */
-async function settledRead<T>(read: () => Promise<T>, offsetOf: (x: T) => string | undefined): Promise<T> {
-  let last = await read();
-  for (let i = 1; i < SETTLE_READS; i++) {
-    await new Promise((r) => setTimeout(r, SETTLE_GAP_MS));
-    const next = await read();
-    if (offsetOf(next) === offsetOf(last)) return next;
-    last = next;
-  }
-  return last;
-}
-
-function fromMetadata(metadata: string | null | undefined): string | undefined {
-  if (!metadata?.startsWith(METADATA_TAG)) return undefined;
-  const v = metadata.slice(METADATA_TAG.length);
-  return /^\d+$/.test(v) ? v : undefined;
 }
 
 export function isFenced(err: unknown): boolean {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parsePrometheusText, sampleValue } from '../../../harness/prometheus-text.js';
 import { WorkerMetrics } from '../../../src/metrics/worker-metrics.js';
+import { Assignment, type MemberAssignment } from '../../../src/model/topic-partition.js';
 import { PushbackHolds } from '../../../src/pushback/intake/holds.js';
 import { PartitionPauses } from '../../../src/pushback/intake/partition-pauses.js';
 import { pushbackReactions } from '../../../src/pushback/reactions.js';
@@ -27,18 +28,24 @@ function setup() {
     },
     log,
   );
-  const holds = new PushbackHolds(pauses);
+  const assignment = new Assignment();
+  const holds = new PushbackHolds(pauses, assignment);
+  /** A GROUP_JOIN as the worker handles it: the record first, then the holds on it. */
+  const assign = (a: MemberAssignment) => {
+    assignment.set(a);
+    holds.applyToAssignment();
+  };
   const hooks = pushbackReactions({ metrics, log, holds });
   const value = async (name: string, labels: Record<string, string> = {}) =>
     sampleValue(parsePrometheusText(await metrics.registry.metrics()), name, labels);
   const sorted = () => [...paused].sort();
-  return { hooks, holds, pauses, paused: sorted, lines, value };
+  return { hooks, assign, pauses, paused: sorted, lines, value };
 }
 
 describe('push-back reactions in the worker', () => {
   it('an open breaker pauses every assigned partition, with one line and the metric; half-open resumes them', async () => {
-    const { hooks, holds, paused, lines, value } = setup();
-    holds.assign({ orders: [0, 1], reviews: [0] });
+    const { hooks, assign, paused, lines, value } = setup();
+    assign({ orders: [0, 1], reviews: [0] });
     hooks.onBreakerChange!({
       from: 'closed',
       to: 'open',
@@ -56,7 +63,7 @@ describe('push-back reactions in the worker', () => {
     ]);
 
     // A partition that comes in while it is open is held too.
-    holds.assign({ orders: [0, 1, 2], reviews: [0] });
+    assign({ orders: [0, 1, 2], reviews: [0] });
     expect(paused()).toContain('orders[2]');
 
     hooks.onBreakerChange!({ from: 'open', to: 'half-open', reason: 'open for 5 s; probing' });
@@ -68,8 +75,8 @@ describe('push-back reactions in the worker', () => {
   });
 
   it('a heap near its limit pauses every assigned partition (reason memory), one line each way', async () => {
-    const { hooks, holds, paused, pauses, lines, value } = setup();
-    holds.assign({ orders: [0, 1], reviews: [0] });
+    const { hooks, assign, paused, pauses, lines, value } = setup();
+    assign({ orders: [0, 1], reviews: [0] });
     pauses.set('orders', 0, 'backpressure', true);
     hooks.onHeapChange!({ high: true, usedMb: 170, limitMb: 240, reason: 'live-heap-high' });
     expect(paused()).toEqual(['orders[0]', 'orders[1]', 'reviews[0]']);
@@ -79,7 +86,7 @@ describe('push-back reactions in the worker', () => {
     expect(lines.filter((l) => l.level === 40).map((l) => l.msg)).toEqual([
       'heap near its limit (170 of 240 MB alive after a major GC): intake paused on every partition until in-flight work is done',
     ]);
-    holds.assign({ orders: [0, 1, 2], reviews: [0] });
+    assign({ orders: [0, 1, 2], reviews: [0] });
     expect(paused()).toContain('orders[2]');
 
     hooks.onHeapChange!({ high: false, usedMb: 110, limitMb: 240, reason: 'heap-shrank' });
@@ -104,8 +111,8 @@ describe('push-back reactions in the worker', () => {
   });
 
   it('shedding pauses only the topic’s partitions; a breaker and a shed hold one partition independently', async () => {
-    const { hooks, holds, paused, pauses, lines, value } = setup();
-    holds.assign({ orders: [0, 1], reviews: [0, 1] });
+    const { hooks, assign, paused, pauses, lines, value } = setup();
+    assign({ orders: [0, 1], reviews: [0, 1] });
     pauses.set('reviews', 1, 'backpressure', true);
     hooks.onShedChange!({ shed: [{ topic: 'reviews', reason: 'manual' }], resumed: [] });
     expect(paused()).toEqual(['reviews[0]', 'reviews[1]']);
@@ -126,8 +133,8 @@ describe('push-back reactions in the worker', () => {
   });
 
   it('exports the group’s lag for this worker’s partitions only, and the hot clients summed over topics', async () => {
-    const { hooks, holds, value } = setup();
-    holds.assign({ orders: [1] });
+    const { hooks, assign, value } = setup();
+    assign({ orders: [1] });
     const part = (partition: number, lag: number) => ({ partition, end: lag, committed: 0, lag });
     hooks.onLag!(
       new Map([['orders', { end: 0, committed: 0, lag: 12, partitions: [part(0, 5), part(1, 7)] }]]),
@@ -142,8 +149,8 @@ describe('push-back reactions in the worker', () => {
   });
 
   it('each broker sample replaces the last as the partition’s lag, down to 0 once caught up', async () => {
-    const { hooks, holds, value } = setup();
-    holds.assign({ orders: [0] });
+    const { hooks, assign, value } = setup();
+    assign({ orders: [0] });
     const sample = (lag: number) =>
       new Map([
         [
@@ -176,8 +183,8 @@ describe('push-back reactions in the worker', () => {
   });
 
   it('the Redis breaker: one line per change and rxingest_breaker_state{target="redis"}; it pauses nothing', async () => {
-    const { hooks, holds, paused, lines, value } = setup();
-    holds.assign({ orders: [0, 1], reviews: [0] });
+    const { hooks, assign, paused, lines, value } = setup();
+    assign({ orders: [0, 1], reviews: [0] });
     expect(await value('rxingest_breaker_state', { target: 'redis' })).toBe(0);
     hooks.onRedisBreakerChange!({
       from: 'closed',

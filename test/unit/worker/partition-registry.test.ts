@@ -2,6 +2,7 @@ import { pino } from 'pino';
 import { describe, expect, it, vi } from 'vitest';
 import { parsePrometheusText, samples } from '../../../harness/prometheus-text.js';
 import { WorkerMetrics } from '../../../src/metrics/worker-metrics.js';
+import { Assignment } from '../../../src/model/topic-partition.js';
 import { PartitionPauses } from '../../../src/pushback/intake/partition-pauses.js';
 import { createRetryPolicy } from '../../../src/retry/retry-policy.js';
 import { CommitFailedError, PartitionLostError } from '../../../src/sinks/kafka/transactional-committer.js';
@@ -60,6 +61,7 @@ function setup() {
       return r as unknown as PartitionRunner;
     },
     pauses,
+    assignment: new Assignment(),
     retry: createRetryPolicy({ baseMs: 100, maxMs: 100, random: () => 1 }),
     metrics,
     log,

@@ -2,11 +2,9 @@ import type { Admin, Kafka } from 'kafkajs';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { createRetryPolicy } from '../../../../src/retry/retry-policy.js';
+import { COMMIT_RETRY_FIRST_MS } from '../../../../src/sinks/kafka/partition-takeover.js';
 import type { ProgressLedger } from '../../../../src/sinks/kafka/progress-ledger.js';
-import {
-  COMMIT_RETRY_FIRST_MS,
-  TransactionalCommitter,
-} from '../../../../src/sinks/kafka/transactional-committer.js';
+import { TransactionalCommitter } from '../../../../src/sinks/kafka/transactional-committer.js';
 
 const silent = pino({ level: 'silent' });
 const retry = createRetryPolicy({ baseMs: 1, maxMs: 2 });
