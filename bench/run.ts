@@ -3,7 +3,7 @@
  *
  *   npm run bench                       the full suite (≤ 15 min on a 2-core machine)
  *   npm run bench -- --quick            short durations: a smoke run (≤ 2 min)
- *   npm run bench -- --only graph,kata  a subset: graph, kata, e2e, sweep, burst, hot, pinned, partitions, concurrency, commits, hotpath, compression
+ *   npm run bench -- --only graph,kata  a subset: graph, kata, e2e, sweep, burst, hot, pinned, partitions, concurrency, commits, compression
  *   npm run bench -- --only scaleout    1, 2, 3 workers on a 3-broker cluster (not in the full suite:
  *                                       it starts three more JVMs and takes ~4 min)
  *   npm run bench -- --no-build         run the worker from src through tsx instead of building dist/
@@ -23,7 +23,6 @@ import { concurrencyBenchmark } from './concurrency.js';
 import { endToEndBenchmarks } from './e2e.js';
 import { graphBenchmark } from './graph.js';
 import { hotBenchmark } from './hot.js';
-import { hotPathBenchmark } from './hot-path.js';
 import { kataBenchmark } from './kata.js';
 import { type MachineInfo, writeResults } from './lib/output.js';
 import { type Section, targetsTable, textTable } from './lib/report.js';
@@ -81,7 +80,6 @@ const SUITE: readonly {
     run: (c) => concurrencyBenchmark(c),
   },
   { id: 'commits', what: 'transactional commits back to back', run: (c) => commitsBenchmark(c) },
-  { id: 'hotpath', what: 'per-record hot paths against what they replaced', run: (c) => hotPathBenchmark(c) },
   {
     id: 'compression',
     what: 'the worker draining input batches of each codec',

@@ -179,8 +179,8 @@ export function createActionLine(indexJson: string, id: string): string {
  * flattened, measured and copied again into a `Buffer` by the HTTP client: two more copies
  * of every body, on the V8 heap and off it. Here each line is encoded once, straight into one
  * buffer sized for the lines' UTF-16 length (their exact UTF-8 length when they are ASCII, as
- * JSON of ASCII ids and fields is); lines that take more bytes grow it. The saving is
- * measured by `npm run bench -- --only hotpath`.
+ * JSON of ASCII ids and fields is); lines that take more bytes grow it. What it saves is
+ * in docs/decisions.md (21).
  */
 export function bulkBody(operations: readonly unknown[]): Buffer {
   const lines = new Array<string>(operations.length);
