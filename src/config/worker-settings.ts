@@ -233,7 +233,7 @@ const graph = {
   ],
   INTAKE_SHARE_PARTITIONS: [
     int(1, 1_024).describe(
-      'HIGH_WATER, LOW_WATER and BATCHES_IN_FLIGHT are per partition with at least this many partitions assigned; with fewer, each is scaled by this ÷ assigned, so that a worker with few partitions keeps as many records in flight as with this many (HIGH_WATER_BYTES is not scaled). 1: never scaled.',
+      'HIGH_WATER, LOW_WATER and BATCHES_IN_FLIGHT are sized for this many partitions: with fewer assigned, each is scaled by this ÷ assigned, so that a worker with few partitions keeps as many records in flight as with this many; with more than 4 × this many, HIGH_WATER and LOW_WATER are scaled by 4 × this ÷ assigned (never below a BATCH_MAX), so that the records in flight stop growing with the partitions. HIGH_WATER_BYTES is not scaled. 1: never scaled.',
     ),
     '8',
   ],

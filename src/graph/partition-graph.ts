@@ -50,7 +50,7 @@ const ignore = () => {};
 
 /** BATCHES_IN_FLIGHT, scaled by the partition's share of the worker's budget. */
 const batchesInFlight = (s: GraphSettings, share?: () => number) =>
-  share === undefined ? s.batchesInFlight : () => s.batchesInFlight * share();
+  share === undefined ? s.batchesInFlight : () => s.batchesInFlight * Math.max(1, share());
 
 /** Batches waiting for a write slot are joined up to a full batch and BATCH_JOIN_BYTES (0: never). */
 const joinLimit = (s: GraphSettings) =>

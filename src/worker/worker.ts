@@ -266,7 +266,12 @@ function createPartitions(
         metrics,
         log,
         observeClient: (t, clientId) => pushback.observeClient(t, clientId),
-        share: () => partitionShare(o.assignment.size, config.graph.intakeSharePartitions),
+        share: () =>
+          partitionShare(
+            o.assignment.size,
+            config.graph.intakeSharePartitions,
+            config.graph.batchMax / config.graph.highWater,
+          ),
       }),
     pauses,
     assignment: o.assignment,

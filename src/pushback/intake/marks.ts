@@ -47,15 +47,23 @@ export function intakePaused(load: PartitionLoad, marks: IntakeMarks): boolean |
   return undefined;
 }
 
+/** How many times INTAKE_SHARE_PARTITIONS' worth of records a worker holds at most. */
+export const MOST_SHARES = 4;
+
 /**
- * How many partitions' worth of work one partition may hold: the per-partition marks and
- * batches in flight are sized for a worker with `sharedBy` partitions or more, and a worker
- * with fewer gives each the rest of that budget. A lone partition then keeps as many records
- * in flight as `sharedBy` would (what it takes to keep Elasticsearch busy), while the worker's
- * memory stays what it is with `sharedBy` partitions.
+ * How many partitions' worth of work one partition may hold. The per-partition marks are
+ * sized for a worker with `sharedBy` partitions: with fewer, each gets the rest of that
+ * budget, so a lone partition keeps as many records in flight as `sharedBy` would (what it
+ * takes to keep Elasticsearch busy); with more than MOST_SHARES × `sharedBy`, each gets its part
+ * of that many partitions' worth, so the records in flight stop growing with the partitions (never
+ * below `floor`, the share that still holds a full batch). `sharedBy` 1: always 1.
  */
-export function partitionShare(assigned: number, sharedBy: number): number {
-  return Math.max(1, sharedBy / Math.max(1, assigned));
+export function partitionShare(assigned: number, sharedBy: number, floor = 0): number {
+  const n = Math.max(1, assigned);
+  if (sharedBy <= 1) return 1;
+  if (n <= sharedBy) return sharedBy / n;
+  const most = MOST_SHARES * sharedBy;
+  return n <= most ? 1 : Math.max(floor, most / n);
 }
 
 /**

@@ -47,8 +47,18 @@ describe('partitionShare: a few partitions share the budget of INTAKE_SHARE_PART
     expect(partitionShare(3, 8)).toBeCloseTo(8 / 3);
   });
 
+  it("with more than 4 × INTAKE_SHARE_PARTITIONS, gives each its part of that many partitions' worth, never below the floor", () => {
+    expect(partitionShare(33, 8)).toBeCloseTo(32 / 33);
+    expect(partitionShare(96, 8)).toBeCloseTo(1 / 3);
+    expect(partitionShare(96, 8, 0.25), 'above the floor').toBeCloseTo(1 / 3);
+    expect(partitionShare(256, 8, 0.25), 'a partition still holds a full batch').toBe(0.25);
+    // The worker's records in graphs stop growing: 96 partitions hold what 32 do.
+    expect(96 * partitionShare(96, 8)).toBeCloseTo(32 * partitionShare(32, 8));
+  });
+
   it('is 1 with sharing off (1), and counts nothing assigned yet as one partition', () => {
     expect(partitionShare(1, 1)).toBe(1);
+    expect(partitionShare(96, 1), 'off at any count').toBe(1);
     expect(partitionShare(0, 8)).toBe(8);
   });
 
