@@ -21,6 +21,7 @@ import { commitsBenchmark } from './commits.js';
 import { compressionBenchmark } from './compression.js';
 import { concurrencyBenchmark } from './concurrency.js';
 import { endToEndBenchmarks } from './e2e.js';
+import { enginesBenchmark } from './engines.js';
 import { graphBenchmark } from './graph.js';
 import { hotBenchmark } from './hot.js';
 import { kataBenchmark } from './kata.js';
@@ -75,6 +76,11 @@ const SUITE: readonly {
     run: (c) => partitionsBenchmark(c),
   },
   {
+    id: 'engines',
+    what: 'the worker ÷ ceiling on Elasticsearch 9 and on an OpenSearch 2 started beside it',
+    run: (c) => enginesBenchmark(c),
+  },
+  {
     id: 'concurrency',
     what: 'adaptive concurrency against a refusing node (the vitest sweep, about 3 minutes)',
     run: (c) => concurrencyBenchmark(c),
@@ -95,8 +101,11 @@ const SUITE: readonly {
 ];
 
 const ALL = SUITE.flatMap((b) => [b.id, ...(b.alsoFor ?? [])]);
-/** What `npm run bench` runs without --only (scale-out starts a 3-broker cluster and takes minutes of its own). */
-const DEFAULT = ALL.filter((b) => b !== 'scaleout');
+/**
+ * What `npm run bench` runs without --only: scale-out starts a 3-broker cluster and engines an
+ * OpenSearch node, each taking minutes of its own.
+ */
+const DEFAULT = ALL.filter((b) => b !== 'scaleout' && b !== 'engines');
 
 const USAGE = `usage: npm run bench [-- --quick] [--only ${ALL.join(',')}] [--no-build]
   --quick     short durations (a smoke run, about 2 minutes)
@@ -104,7 +113,8 @@ const USAGE = `usage: npm run bench [-- --quick] [--only ${ALL.join(',')}] [--no
               pinned and partitions pin Elasticsearch to CPU 0 and the load to CPU 1 (taskset);
               partitions: BENCH_PARTITIONS=1,8 and BENCH_WORKLOADS=events narrow it;
               compression drains the same events sent by kcat in each codec's batches;
-              scaleout (1-3 workers on a 3-broker cluster, ~4 min) runs only when named
+              scaleout (1-3 workers on a 3-broker cluster, ~4 min) and engines (the same
+              8-partition rows on Elasticsearch 9 and OpenSearch 2, ~8 min) run only when named
   --no-build  run the worker through tsx instead of building dist/
 BENCH_WORKER_NODE_FLAGS='--max-semi-space-size=16' adds node flags to every worker, after npm start's.
 Writes bench/results/latest.md, index.html, latest.json and SVG plots.
