@@ -156,7 +156,9 @@ describe('tier 2: lag to producers, with a real worker and rxingest produce', ()
 describe('tier 2 at the shipped settings', () => {
   it('at the shipped PRODUCER_LIMIT_* and LAG_INTERVAL_MS: a producer outrunning the worker is limited once lag passes 50,000, lag stops growing, the limit is lifted by itself once the lag is gone, nothing is lost', async () => {
     // Every bulk reaches Elasticsearch a second late: one partition with two batches of 500 in
-    // flight drains at most about 1,000 records/s, while the application asks 5,000 msg/s.
+    // flight drains at most about 1,000 records/s, while the application asks 5,000 msg/s. A
+    // lone partition would hold 8 partitions' worth of batches as shipped (worker-lifecycle
+    // proves that default); here it holds its own, so that the producer outruns it.
     const proxy = await HttpFaultProxy.to(stackEnv.esNode);
     proxy.delay(1_000, '/_bulk');
     const q = await Pipeline.create('pb-plimit-defaults', {
@@ -173,7 +175,7 @@ describe('tier 2 at the shipped settings', () => {
     let sampling: NodeJS.Timeout | undefined;
     try {
       const port = await freePortFrom(9535);
-      const w = q.spawn('w', q.controlEnv(port));
+      const w = q.spawn('w', { ...q.controlEnv(port), INTAKE_SHARE_PARTITIONS: '1' });
       await waitFor('the partition assigned', () => linesStarting(w, 'partition assigned').length > 0, {
         timeoutMs: 90_000,
         intervalMs: 100,
