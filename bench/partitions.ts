@@ -1,26 +1,10 @@
-/**
- * The partition sweep, "Elasticsearch is the limit at every partition count": the shipped
- * worker drains the same documents from topics of 1, 4, 8 and 32 partitions, each drain
- * beside the raw `_bulk` loader's rate on those documents measured just before it, with
- * Elasticsearch alone on CPU 0 and the load on CPU 1; events only, and 30% profile updates.
- * Then, not pinned: 8 partitions of events against the ceiling on both cores, the peak RSS at
- * 96 partitions, and the latency of a cold worker under a steady 5,000 msg/s.
- *
- *   BENCH_PARTITIONS=1,8 BENCH_WORKLOADS=events npm run bench -- --only partitions
- *
- * narrows the sweep for a probe; every other variable of the environment reaches the worker
- * (e.g. BATCHES_IN_FLIGHT=8), and the table says which were set.
- */
-import { randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { planWorkload } from '../src/generator/workload.js';
 import { documentOf } from './lib/documents.js';
 import { measureLatency } from './lib/latency.js';
 import { type Pinning, pinElasticsearchApart, pinningUnavailable } from './lib/pinning.js';
 import type { RawDoc } from './lib/raw-bulk.js';
 import type { Section, Target } from './lib/report.js';
-import { ensureStack, kafkaClient, produceAll, RunResources, redisClient, stackPids } from './lib/stack.js';
+import { type kafkaClient, produceAll, redisClient } from './lib/stack.js';
 import { fmt, summarize } from './lib/stats.js';
 import { BenchWorker } from './lib/worker.js';
 import { benchWorkerEnv } from './lib/worker-env.js';
@@ -32,6 +16,7 @@ import {
   type MeasureContext,
   rawCeiling,
   type WorkerRun,
+  withMeasureRun,
 } from './lib/worker-vs-ceiling.js';
 
 export interface PartitionsOptions {
@@ -85,26 +70,8 @@ const listOf = (v: string | undefined) =>
     .map((x) => x.trim())
     .filter(Boolean);
 
-export async function partitionsBenchmark(opts: PartitionsOptions): Promise<Section> {
-  await ensureStack();
-  const runId = `parts-${new Date().toISOString().slice(0, 16).replace(/[-:T]/g, '')}-${randomBytes(2).toString('hex')}`;
-  const kafka = kafkaClient('rxingest-bench-partitions');
-  const logDir = join(opts.resultsDir, 'logs');
-  mkdirSync(logDir, { recursive: true });
-  const ctx: MeasureContext & PartitionsOptions = {
-    ...opts,
-    res: new RunResources(runId, kafka),
-    pids: await stackPids(),
-    logDir,
-    runs: 0,
-  };
-  try {
-    return await sweep(ctx, kafka);
-  } finally {
-    opts.log('  cleaning up the run’s topics, indices, groups and Redis keys …');
-    const problems = await ctx.res.cleanUp();
-    if (problems.length > 0) opts.log(`  clean-up problems: ${problems.join('; ')}`);
-  }
+export function partitionsBenchmark(opts: PartitionsOptions): Promise<Section> {
+  return withMeasureRun('parts', opts, sweep);
 }
 
 async function sweep(ctx: MeasureContext & PartitionsOptions, kafka: ReturnType<typeof kafkaClient>) {

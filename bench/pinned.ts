@@ -1,16 +1,3 @@
-/**
- * "Elasticsearch is the speed limit": the worker against a raw `_bulk` loader with
- * pre-encoded bodies, on the same documents, in one run:
- *
- *   pinned      Elasticsearch alone on CPU 0; the load (loader or worker) with Kafka, Redis and
- *               this process on CPU 1. Events only, and 30% profile updates.
- *   not pinned  everything on both cores, events only: what the worker's own CPU costs
- *               Elasticsearch on one small box.
- *
- * Then one more not-pinned drain under `node --cpu-prof`: the worker's CPU per document by stage.
- * The stack gets its CPUs back at the end, whatever happened.
- */
-import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { barChart } from '../harness/plot.js';
@@ -20,7 +7,7 @@ import { documentOf } from './lib/documents.js';
 import { type Pinning, pinElasticsearchApart, pinningUnavailable } from './lib/pinning.js';
 import type { RawDoc } from './lib/raw-bulk.js';
 import type { Section, Table, Target } from './lib/report.js';
-import { ensureStack, kafkaClient, produceAll, RunResources, stackPids } from './lib/stack.js';
+import { type kafkaClient, produceAll } from './lib/stack.js';
 import { type StageTime, stagesOfProfileFile } from './lib/stages.js';
 import { fmt } from './lib/stats.js';
 import { cpuProfileOf } from './lib/worker.js';
@@ -28,8 +15,10 @@ import {
   bestLoaderSetting,
   type CeilingRun,
   drainWithWorker,
+  type MeasureContext,
   rawCeiling,
   type WorkerRun,
+  withMeasureRun,
 } from './lib/worker-vs-ceiling.js';
 
 export interface PinnedOptions {
@@ -54,37 +43,12 @@ interface Row {
   readonly worker: WorkerRun;
 }
 
-interface Ctx extends PinnedOptions {
-  readonly runId: string;
-  readonly res: RunResources;
-  readonly pids: Record<string, number | undefined>;
-  readonly logDir: string;
-  runs: number;
-}
+type Ctx = MeasureContext & PinnedOptions;
 
 const CLIENTS = 10_000;
 
-export async function pinnedBenchmark(opts: PinnedOptions): Promise<Section> {
-  await ensureStack();
-  const runId = `pin-${new Date().toISOString().slice(0, 16).replace(/[-:T]/g, '')}-${randomBytes(2).toString('hex')}`;
-  const kafka = kafkaClient('rxingest-bench-pinned');
-  const logDir = join(opts.resultsDir, 'logs');
-  mkdirSync(logDir, { recursive: true });
-  const ctx: Ctx = {
-    ...opts,
-    runId,
-    res: new RunResources(runId, kafka),
-    pids: await stackPids(),
-    logDir,
-    runs: 0,
-  };
-  try {
-    return await runPinned(ctx, kafka);
-  } finally {
-    opts.log('  cleaning up the run’s topics, indices, groups and Redis keys …');
-    const problems = await ctx.res.cleanUp();
-    if (problems.length > 0) opts.log(`  clean-up problems: ${problems.join('; ')}`);
-  }
+export function pinnedBenchmark(opts: PinnedOptions): Promise<Section> {
+  return withMeasureRun('pin', opts, runPinned);
 }
 
 async function runPinned(ctx: Ctx, kafka: ReturnType<typeof kafkaClient>): Promise<Section> {
@@ -192,7 +156,7 @@ async function profileStages(ctx: Ctx, w: Workload, n: number): Promise<StageTim
 
 /** One more drain under the sampling allocation profiler: what the GC share above is made of. */
 async function profileAllocations(ctx: Ctx, w: Workload, n: number): Promise<AllocationRun | undefined> {
-  const allocationFile = join(profilesDir(ctx), `${ctx.runId}-allocations.heapprofile`);
+  const allocationFile = join(profilesDir(ctx), `${ctx.res.runId}-allocations.heapprofile`);
   const r = await drainWithWorker(ctx, w.topic, n, { allocationFile });
   return summarizeAllocationFile(allocationFile)
     .then((summary) => ({ summary, docs: n, rate: r.run.rate }))

@@ -4,10 +4,21 @@
  * and the shipped worker's drain of the same messages from Kafka. Shared by the pinned
  * benchmark and the partition sweep.
  */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { createIndices, deleteIndices } from './ceiling.js';
 import { drainRate, drainWindow } from './drain.js';
 import { encodeBodies, loadRaw, type RawDoc } from './raw-bulk.js';
-import { coreBusySeconds, cpuSeconds, esClient, type RunResources } from './stack.js';
+import {
+  coreBusySeconds,
+  cpuSeconds,
+  ensureStack,
+  esClient,
+  kafkaClient,
+  RunResources,
+  stackPids,
+} from './stack.js';
 import { BenchWorker } from './worker.js';
 import { benchWorkerEnv } from './worker-env.js';
 
@@ -19,6 +30,33 @@ export interface MeasureContext {
   readonly workerEntry?: readonly string[];
   /** A counter for unique index and group names within the run. */
   runs: number;
+}
+
+/**
+ * One benchmark run on the stack: its resources named `<prefix>-<time>-<random>`, a context to
+ * measure with, and every topic, index, group and Redis key it made removed at the end.
+ */
+export async function withMeasureRun<
+  O extends { readonly quick: boolean; readonly resultsDir: string; readonly log: (line: string) => void },
+  R,
+>(
+  prefix: string,
+  opts: O,
+  body: (ctx: MeasureContext & O, kafka: ReturnType<typeof kafkaClient>) => Promise<R>,
+): Promise<R> {
+  await ensureStack();
+  const runId = `${prefix}-${new Date().toISOString().slice(0, 16).replace(/[-:T]/g, '')}-${randomBytes(2).toString('hex')}`;
+  const kafka = kafkaClient(`rxingest-bench-${prefix}`);
+  const logDir = join(opts.resultsDir, 'logs');
+  mkdirSync(logDir, { recursive: true });
+  const ctx = { ...opts, res: new RunResources(runId, kafka), pids: await stackPids(), logDir, runs: 0 };
+  try {
+    return await body(ctx, kafka);
+  } finally {
+    opts.log('  cleaning up the run’s topics, indices, groups and Redis keys …');
+    const problems = await ctx.res.cleanUp();
+    if (problems.length > 0) opts.log(`  clean-up problems: ${problems.join('; ')}`);
+  }
 }
 
 /** A loader setting: documents per request and requests in flight. */
