@@ -16,26 +16,54 @@ export interface ParsedText {
   readonly samples: readonly Sample[];
 }
 
-/** Parses Prometheus text exposition (0.0.4); a line that is not a sample, a comment or empty throws. */
+const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?[ \t]+(\S+)(?:[ \t]+-?\d+)?[ \t]*$/;
+/** Go's ParseFloat as Prometheus reads a value: decimals, exponents, ±Inf and NaN in any case. */
+const VALUE = /^[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)$/i;
+
+/**
+ * Parses Prometheus text exposition (0.0.4): a line that is not a sample, a comment or empty, a
+ * label set that does not parse to its end, or a value that is not a number throws, naming the line.
+ */
 export function parsePrometheusText(text: string): ParsedText {
   const types = new Map<string, string>();
   const samples: Sample[] = [];
   for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('# HELP')) continue;
-    const type = /^# TYPE (\S+) (\S+)$/.exec(line);
+    if (line.trim() === '' || (line.startsWith('#') && !line.startsWith('# TYPE '))) continue;
+    const type = /^# TYPE (\S+) (counter|gauge|histogram|summary|untyped)$/.exec(line);
     if (type) {
       types.set(type[1]!, type[2]!);
       continue;
     }
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)(?: \d+)?$/.exec(line);
-    if (!m) throw new Error(`not a Prometheus sample line: ${line}`);
-    const labels: Record<string, string> = {};
-    for (const l of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) {
-      labels[l[1]!] = l[2]!.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
-    }
-    samples.push({ name: m[1]!, labels, value: Number(m[3]) });
+    const m = SAMPLE.exec(line);
+    if (!m || !VALUE.test(m[3]!)) throw new Error(`not a Prometheus sample line: ${line}`);
+    samples.push({ name: m[1]!, labels: labelsOf(m[2] ?? '', line), value: sampleNumber(m[3]!) });
   }
   return { types, samples };
+}
+
+function labelsOf(block: string, line: string): Record<string, string> {
+  const labels: Record<string, string> = {};
+  const label = /[ \t]*([a-zA-Z_][a-zA-Z0-9_]*)[ \t]*=[ \t]*"((?:[^"\\\n]|\\.)*)"[ \t]*(,|$)/y;
+  while (label.lastIndex < block.length) {
+    const start = label.lastIndex;
+    const l = label.exec(block);
+    if (!l) {
+      if (block.slice(start).trim() === '') break;
+      throw new Error(`not a Prometheus label set: ${line}`);
+    }
+    if (Object.hasOwn(labels, l[1]!)) throw new Error(`label ${l[1]} twice: ${line}`);
+    labels[l[1]!] = l[2]!.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
+    if (l[3] === '') break;
+  }
+  return labels;
+}
+
+function sampleNumber(literal: string): number {
+  const lower = literal.toLowerCase().replace(/^\+/, '');
+  if (lower === 'nan') return Number.NaN;
+  if (lower === 'inf' || lower === 'infinity') return Number.POSITIVE_INFINITY;
+  if (lower === '-inf' || lower === '-infinity') return Number.NEGATIVE_INFINITY;
+  return Number(literal);
 }
 
 /** The value of the one sample with this name whose labels include `labels`; undefined if none. */
