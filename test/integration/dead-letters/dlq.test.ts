@@ -5,12 +5,8 @@ import type { Client } from '@elastic/elasticsearch';
 import type { Admin, Kafka } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { esClient, kafkaClient, readCommitted } from '../../../harness/stack.js';
-import {
-  pipeline,
-  runCli,
-  runWorkerUntilCaughtUp,
-  signupEvent,
-} from '../../support/deployments/tool-deployment.js';
+import { runCli } from '../../../harness/worker/cli.js';
+import { pipeline, runWorkerUntilCaughtUp, signupEvent } from '../../support/deployments/tool-deployment.js';
 
 const SMALL_LIMIT = '100000';
 const LARGE_LIMIT = '1048576';
@@ -439,7 +435,7 @@ describe('rxingest dlq with hostile classes and keys', () => {
     const down = await runCli(
       ['dlq', 'replay', '--dry-run'],
       { ...setup.env, KAFKA_BROKERS: '127.0.0.1:1' },
-      60_000,
+      { timeoutMs: 60_000 },
     );
     expect(down.code).toBe(2);
     expect(down.stdout).toBe('');

@@ -2,9 +2,10 @@ import type { Client } from '@elastic/elasticsearch';
 import type { Admin, Kafka } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { esClient, kafkaClient, waitFor } from '../../../harness/stack.js';
+import { runCli } from '../../../harness/worker/cli.js';
 import { runProducer } from '../../../src/generator/produce.js';
 import { planWorkload, type WorkloadRecord } from '../../../src/generator/workload.js';
-import { pipeline, runCli, runWorkerUntilCaughtUp } from '../../support/deployments/tool-deployment.js';
+import { pipeline, runWorkerUntilCaughtUp } from '../../support/deployments/tool-deployment.js';
 
 /**
  * `rxingest reconcile --since ISO` on the real stack: messages are sent in two phases with a

@@ -15,14 +15,10 @@ import {
   readCommitted,
   waitFor,
 } from '../../../harness/stack.js';
+import { runCli } from '../../../harness/worker/cli.js';
 import { runProducer } from '../../../src/generator/produce.js';
 import { planWorkload, type WorkloadRecord } from '../../../src/generator/workload.js';
-import {
-  pipeline,
-  RULES,
-  runCli,
-  runWorkerUntilCaughtUp,
-} from '../../support/deployments/tool-deployment.js';
+import { pipeline, RULES, runWorkerUntilCaughtUp } from '../../support/deployments/tool-deployment.js';
 
 /**
  * `rxingest reconcile` against the real worker's output on the real stack: a clean run finds
@@ -279,7 +275,11 @@ describe('rxingest reconcile on the real worker output', () => {
   });
 
   it('cannot reach Kafka or Elasticsearch: exit 2 with one line naming the server, never a credential', async () => {
-    const kafkaDown = await runCli(['reconcile'], { ...setup.env, KAFKA_BROKERS: '127.0.0.1:1' }, 120_000);
+    const kafkaDown = await runCli(
+      ['reconcile'],
+      { ...setup.env, KAFKA_BROKERS: '127.0.0.1:1' },
+      { timeoutMs: 120_000 },
+    );
     expect(kafkaDown.code).toBe(2);
     expect(kafkaDown.stdout).toBe('');
     expect(kafkaDown.stderr.trim().split('\n')).toHaveLength(1);
@@ -288,7 +288,7 @@ describe('rxingest reconcile on the real worker output', () => {
     const esDown = await runCli(
       ['reconcile'],
       { ...setup.env, ES_NODE: 'http://elastic:s3cret-pw@127.0.0.1:1' },
-      120_000,
+      { timeoutMs: 120_000 },
     );
     expect(esDown.code).toBe(2);
     expect(esDown.stderr.trim().split('\n')).toHaveLength(1);

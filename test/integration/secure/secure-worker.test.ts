@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectedState } from '../../../harness/deployment/expected-state.js';
 import { freePortFrom } from '../../../harness/ports.js';
 import { readCommitted, uniqueName, waitFor } from '../../../harness/stack.js';
+import { runCli } from '../../../harness/worker/cli.js';
 import { spawnWorker } from '../../../harness/worker/process.js';
 import { parseProduceOptions } from '../../../src/cli/produce-command.js';
 import { createElasticsearch } from '../../../src/clients/elasticsearch.js';
@@ -17,8 +18,6 @@ import { planWorkload, workloadRecords } from '../../../src/generator/workload.j
 import {
   kcatSecureOptions,
   otherCa,
-  runCli,
-  runCliUntil,
   type SecureStack,
   secureStack,
 } from '../../support/servers/secure-stack.js';
@@ -539,14 +538,14 @@ describe('the worker against the secured stack', () => {
   it('an unreachable Redis named with a password in REDIS_URL does not print the password', async () => {
     // Redis only saves work: the worker starts without it, saying so, and never shows the password.
     const port = await freePortFrom(16600);
-    const r = await runCliUntil(
+    const r = await runCli(
       ['worker'],
       envWith({
         INGEST_TOPICS: input,
         REDIS_URL_FILE: undefined,
         REDIS_URL: `rediss://:${s.redis.password}@127.0.0.1:${port}`,
       }),
-      /worker started/,
+      { until: /worker started/ },
     );
     expect(r.code).toBe(0);
     const warning = (r.stdout + r.stderr).split('\n').find((l) => l.includes('Redis unavailable at start'));

@@ -5,8 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../../harness/ports.js';
 import { parsePrometheusText, sumOf } from '../../../harness/prometheus-text.js';
 import { esClient, kafkaClient, readCommitted, waitFor } from '../../../harness/stack.js';
+import { runCli } from '../../../harness/worker/cli.js';
 import { spawnWorker } from '../../../harness/worker/process.js';
-import { caughtUp, pipeline, runCli } from '../../support/deployments/tool-deployment.js';
+import { caughtUp, pipeline } from '../../support/deployments/tool-deployment.js';
 
 /**
  * TOMBSTONES through the real worker, one deployment per mode: a record with a null value

@@ -4,10 +4,10 @@ import { Pipeline } from '../../../harness/deployment/pipeline.js';
 import { freePortFrom, freePort as unusedPort } from '../../../harness/ports.js';
 import { sumOf } from '../../../harness/prometheus-text.js';
 import { readCommitted, waitFor } from '../../../harness/stack.js';
+import { runCli } from '../../../harness/worker/cli.js';
 import { linesStarting, scrape } from '../../../harness/worker/observation.js';
 import { type WorkerProcess, whileRunning } from '../../../harness/worker/process.js';
 import type { WorkloadRecord } from '../../../src/generator/workload.js';
-import { runCli } from '../../support/deployments/tool-deployment.js';
 
 /**
  * EVENTS_INDEX with a date pattern through a real worker (contract, "Output: Elasticsearch"):
@@ -131,7 +131,7 @@ describe.each([
     expect(await readCommitted(p.names.dlq)).toHaveLength(0);
 
     // reconcile, with the worker's environment, agrees.
-    const r = await runCli(['reconcile', '--json'], env, 120_000);
+    const r = await runCli(['reconcile', '--json'], env, { timeoutMs: 120_000 });
     expect(r.code, r.stderr).toBe(0);
     const report = JSON.parse(r.stdout);
     expect(report.events).toMatchObject({ expected: 4, found: 4, missing: 0, extra: 0 });

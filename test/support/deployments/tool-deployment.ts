@@ -130,29 +130,3 @@ export async function runWorkerUntilCaughtUp(
   if (code !== 0) throw new Error(`worker ${label} exited with ${code}; see ${worker.logFile}`);
   return worker.logFile;
 }
-
-export interface CliResult {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-/** `rxingest <args>` as a user runs it (through tsx, no build), with this environment. */
-export function runCli(args: string[], env: Record<string, string>, timeoutMs = 300_000): Promise<CliResult> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', 'src/cli/main.ts', ...args],
-      { env: { ...process.env, ...env }, maxBuffer: 256 * 1024 * 1024, timeout: timeoutMs },
-      (err, stdout, stderr) => {
-        const code =
-          err === null
-            ? 0
-            : typeof (err as { code?: unknown }).code === 'number'
-              ? (err as { code: number }).code
-              : -1;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}

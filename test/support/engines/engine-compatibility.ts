@@ -6,17 +6,14 @@ import { Pipeline } from '../../../harness/deployment/pipeline.js';
 import { traffic } from '../../../harness/deployment/traffic.js';
 import { freePortFrom } from '../../../harness/ports.js';
 import { kafkaClient, stackEnv, waitFor } from '../../../harness/stack.js';
+import { runCli } from '../../../harness/worker/cli.js';
 import { linesStarting, scrapedSum } from '../../../harness/worker/observation.js';
 import { createElasticsearch } from '../../../src/clients/elasticsearch.js';
 import { engineLabel } from '../../../src/clients/search-engine.js';
 import { planWorkload, type WorkloadRecord } from '../../../src/generator/workload.js';
 import { finish, type Size, stopGracefully } from '../../faults/scenarios/common.js';
 import { eventsIndexDeleted } from '../../faults/scenarios/operator-faults.js';
-import {
-  runCli,
-  runWorkerUntilCaughtUp,
-  pipeline as toolDeployment,
-} from '../deployments/tool-deployment.js';
+import { runWorkerUntilCaughtUp, pipeline as toolDeployment } from '../deployments/tool-deployment.js';
 import { type EngineServer, type EngineSpec, startEngine } from './engine-server.js';
 
 const event = (clientId: string, data: Record<string, unknown>): WorkloadRecord => {

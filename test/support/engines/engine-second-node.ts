@@ -4,11 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Pipeline } from '../../../harness/deployment/pipeline.js';
 import { traffic } from '../../../harness/deployment/traffic.js';
 import { stackEnv } from '../../../harness/stack.js';
+import { runCli } from '../../../harness/worker/cli.js';
 import { createElasticsearch } from '../../../src/clients/elasticsearch.js';
 import { engineLabel } from '../../../src/clients/search-engine.js';
 import { planWorkload } from '../../../src/generator/workload.js';
 import { finish, stopGracefully } from '../../faults/scenarios/common.js';
-import { runCli } from '../deployments/tool-deployment.js';
 import { type EngineServer, type EngineSpec, startEngine } from './engine-server.js';
 
 /** Requests and items the node refused with 429: indexing pressure and the full write queue. */
