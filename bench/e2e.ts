@@ -17,6 +17,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { type Buckets, observations, quantile, shareWithin } from '../harness/prometheus-histograms.js';
 import { loadConfig } from '../src/config/config.js';
 import { planWorkload } from '../src/generator/workload.js';
 import { runBurst } from './e2e/burst.js';
@@ -40,7 +41,6 @@ import {
 import { diagnoseHeap, drainOnce, profileWorker, runWorkerPoint } from './e2e/workers.js';
 import { runCeiling } from './lib/ceiling.js';
 import { documentOf } from './lib/documents.js';
-import { type Buckets, observations, quantile, shareWithin } from './lib/histograms.js';
 import type { ProfileSummary } from './lib/profile.js';
 import type { Section } from './lib/report.js';
 import { ensureStack, kafkaClient, produceAll, RunResources, stackPids } from './lib/stack.js';

@@ -1,5 +1,5 @@
 /** Pure helpers that turn measured data into cells, notes, series and tables for the sections. */
-import { type Buckets, observations, quantile, shareWithin } from '../lib/histograms.js';
+import { type Buckets, observations, quantile, shareWithin } from '../../harness/prometheus-histograms.js';
 import type { Table } from '../lib/report.js';
 import { fmt, type Summary, summarize } from '../lib/stats.js';
 import type { cpuBetween, MemoryBreakdown } from '../lib/worker.js';

@@ -1,7 +1,8 @@
 /** The end-to-end bench's options, run context, targets and the shapes of what it measures. */
+
+import type { Buckets } from '../../harness/prometheus-histograms.js';
 import type { GraphSettings } from '../../src/config/config.js';
 import type { SinkStage } from '../../src/metrics/metric-labels.js';
-import type { Buckets } from '../lib/histograms.js';
 import type { LatencyResult } from '../lib/latency.js';
 import type { kafkaClient, RunResources } from '../lib/stack.js';
 import type { Summary } from '../lib/stats.js';

@@ -1,8 +1,9 @@
 /** The worker's runs: a drain then a latency run at a set load, plain drains, the profiled and heap-capped drains. */
+
+import { bucketsBetween, histogramBuckets } from '../../harness/prometheus-histograms.js';
 import { SINK_STAGES } from '../../src/metrics/metric-labels.js';
 import { deleteIndices } from '../lib/ceiling.js';
 import { drainRate } from '../lib/drain.js';
-import { bucketsBetween, histogramBuckets } from '../lib/histograms.js';
 import { measureLatency } from '../lib/latency.js';
 import { type ProfileSummary, summarizeProfileFile } from '../lib/profile.js';
 import { redisClient, sleep } from '../lib/stack.js';

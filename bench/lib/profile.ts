@@ -1,6 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
 import { findSourceMap } from 'node:module';
+import { packageOf, shortUrl } from '../../harness/v8-profiles.js';
 
 /** The parts of a V8 .cpuprofile (the format of `node --cpu-prof` and the inspector) read here. */
 interface CpuProfile {
@@ -29,14 +30,6 @@ export interface ProfileSummary {
   readonly origins: SelfTime[];
 }
 
-/** The npm package a script URL belongs to (a scoped one whole), or undefined outside node_modules. */
-export function packageOf(url: string): string | undefined {
-  const nm = url.lastIndexOf('node_modules/');
-  if (nm < 0) return undefined;
-  const rest = url.slice(nm + 'node_modules/'.length).split('/');
-  return rest[0]!.startsWith('@') ? `${rest[0]}/${rest[1]}` : rest[0]!;
-}
-
 function origin(url: string, name: string): string {
   // V8's own entries are named in parentheses: (garbage collector), (idle), (program), (root).
   if (url === '') return name.startsWith('(') ? name : '(native)';
@@ -47,14 +40,6 @@ function origin(url: string, name: string): string {
   if (src >= 0) return url.slice(src + 1).replace(/\.(ts|js)$/, '');
   return url;
 }
-
-/** A script URL from its package or our tree down: `kafkajs/src/…`, `dist/sinks/…`. */
-export const shortUrl = (url: string): string => {
-  const nm = url.lastIndexOf('node_modules/');
-  if (nm >= 0) return url.slice(nm + 'node_modules/'.length);
-  const src = url.search(/\/(src|bench|dist)\//);
-  return src >= 0 ? url.slice(src + 1) : url.replace(/^file:\/\//, '');
-};
 
 /** The TypeScript line of a position in code that tsx compiled (this process only), else the line itself. */
 function originalLine(url: string, line: number, column: number): number {

@@ -1,4 +1,4 @@
-import { parsePrometheusText } from '../../harness/prometheus-text.js';
+import { parsePrometheusText } from './prometheus-text.js';
 
 /**
  * A prom-client histogram read from the worker's /metrics text: the cumulative count of each

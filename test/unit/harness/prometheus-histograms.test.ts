@@ -6,7 +6,7 @@ import {
   observations,
   quantile,
   shareWithin,
-} from '../../../bench/lib/histograms.js';
+} from '../../../harness/prometheus-histograms.js';
 
 /** A registry like the worker's: one unlabelled histogram and one by `op`. */
 function registry() {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type AllocationNode, summarizeAllocations } from '../../../bench/lib/allocations.js';
+import { type AllocationNode, summarizeAllocations } from '../../../harness/v8-profiles.js';
 
 const node = (
   functionName: string,
