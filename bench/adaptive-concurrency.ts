@@ -21,10 +21,9 @@
  * counted until two in a row agree within 10%: a fresh node's first drains ran at half speed.
  * BENCH_SETTINGS (for example `fixed-8,adaptive`) runs a subset.
  */
-import { execFile } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
+import { ensureKcat } from '../harness/debian-package.js';
 import { Pipeline } from '../harness/deployment/pipeline.js';
 import { traffic } from '../harness/deployment/traffic.js';
 import { barChart, lineChart } from '../harness/plot.js';
@@ -211,12 +210,9 @@ async function measure(o: AdaptiveConcurrencyOptions): Promise<Measured> {
 
 export async function adaptiveConcurrencyBenchmark(o: AdaptiveConcurrencyOptions): Promise<Section> {
   await ensureStack();
-  // The contract check reads the outputs back with kcat (read_committed).
-  await promisify(execFile)('kcat', ['-V']).catch(() => {
-    throw new Error(
-      'adaptive-concurrency checks its outputs with kcat: apt-get install kcat (or brew install kcat)',
-    );
-  });
+  // The contract check reads the outputs back with kcat (read_committed); installed as the
+  // integration tests' setup installs it.
+  await ensureKcat();
   const m = await measure(o);
   const fixed = m.runs.filter((r) => r.setting !== 'adaptive');
   const adaptive = m.runs.find((r) => r.setting === 'adaptive')!;
