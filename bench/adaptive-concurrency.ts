@@ -1,6 +1,6 @@
 /**
  * Adaptive concurrency against fixed limits (`npm run bench -- --only adaptive-concurrency`,
- * about 10 minutes; `--quick` about 4): against one real Elasticsearch node that refuses (one
+ * about 8 minutes; `--quick`: 20,000 messages, 2 rounds, at most 3 warm-up drains): against one real Elasticsearch node that refuses (one
  * write thread, a write queue of two: item-level 429s inside HTTP 200 answers), the same
  * backlog of 50,000 messages, produced before the worker starts, is drained with fixed limits
  * 1, 2, 4, 8 and 16 and with the adaptive limit at its shipped settings, each by a fresh worker

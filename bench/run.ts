@@ -83,7 +83,7 @@ const SUITE: readonly {
   },
   {
     id: 'adaptive-concurrency',
-    what: 'the adaptive Elasticsearch request limit against fixed limits 1-16 on a refusing node (about 10 minutes)',
+    what: 'the adaptive Elasticsearch request limit against fixed limits 1-16 on a refusing node (about 8 minutes)',
     worker: true,
     run: (c) => adaptiveConcurrencyBenchmark(c),
   },
