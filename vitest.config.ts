@@ -24,17 +24,6 @@ export default defineConfig({
       },
       {
         test: {
-          // Benchmarks that need the stack and vitest's harness (npm run bench:concurrency).
-          name: 'bench',
-          include: ['bench/**/*.test.ts'],
-          globalSetup: ['test/support/setup/global-setup.ts'],
-          fileParallelism: false,
-          testTimeout: 20 * 60_000,
-          hookTimeout: 600_000,
-        },
-      },
-      {
-        test: {
           name: 'faults',
           include: ['test/faults/**/*.test.ts'],
           globalSetup: ['test/support/setup/global-setup.ts'],

@@ -3,7 +3,8 @@
  *
  *   npm run bench                       the full suite (≤ 15 min on a 2-core machine)
  *   npm run bench -- --quick            short durations: a smoke run (≤ 2 min)
- *   npm run bench -- --only graph,kata  a subset: graph, kata, e2e, sweep, burst, hot, pinned, partitions, concurrency, commits, compression
+ *   npm run bench -- --only graph,kata  a subset: graph, kata, e2e, sweep, burst, hot, pinned, partitions,
+ *                                       adaptive-concurrency, commits, compression
  *   npm run bench -- --only scaleout    1, 2, 3 workers on a 3-broker cluster (not in the full suite:
  *                                       it starts three more JVMs and takes ~4 min)
  *   npm run bench -- --no-build         run the worker from src through tsx instead of building dist/
@@ -17,9 +18,9 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs as parseCommandLine, promisify } from 'node:util';
+import { adaptiveConcurrencyBenchmark } from './adaptive-concurrency.js';
 import { commitsBenchmark } from './commits.js';
 import { compressionBenchmark } from './compression.js';
-import { concurrencyBenchmark } from './concurrency.js';
 import { endToEndBenchmarks } from './e2e.js';
 import { enginesBenchmark } from './engines.js';
 import { graphBenchmark } from './graph.js';
@@ -81,9 +82,10 @@ const SUITE: readonly {
     run: (c) => enginesBenchmark(c),
   },
   {
-    id: 'concurrency',
-    what: 'adaptive concurrency against a refusing node (the vitest sweep, about 3 minutes)',
-    run: (c) => concurrencyBenchmark(c),
+    id: 'adaptive-concurrency',
+    what: 'the adaptive Elasticsearch request limit against fixed limits 1-16 on a refusing node (about 8 minutes)',
+    worker: true,
+    run: (c) => adaptiveConcurrencyBenchmark(c),
   },
   { id: 'commits', what: 'transactional commits back to back', run: (c) => commitsBenchmark(c) },
   {
@@ -113,6 +115,7 @@ const USAGE = `usage: npm run bench [-- --quick] [--only ${ALL.join(',')}] [--no
               pinned and partitions pin Elasticsearch to CPU 0 and the load to CPU 1 (taskset);
               partitions: BENCH_PARTITIONS=1,8 and BENCH_WORKLOADS=events narrow it;
               compression drains the same events sent by kcat in each codec's batches;
+              adaptive-concurrency: BENCH_ROUNDS=4 and BENCH_SETTINGS=fixed-8,adaptive narrow it;
               scaleout (1-3 workers on a 3-broker cluster, ~4 min) and engines (the same
               8-partition rows on Elasticsearch 9 and OpenSearch 2, ~8 min) run only when named
   --no-build  run the worker through tsx instead of building dist/

@@ -63,3 +63,15 @@ export const ensurePrometheus = (): Promise<void> =>
     pkg: 'prometheus',
     hint: 'install Prometheus 2.x with promtool (Debian/Ubuntu: apt-get install --no-install-recommends prometheus; macOS: brew install prometheus)',
   });
+
+/**
+ * kcat (librdkafka): the independent Kafka reader of the contract checks (the integration
+ * tests, the adaptive-concurrency benchmark).
+ */
+export const ensureKcat = (): Promise<void> =>
+  ensureDebianCommand({
+    commands: ['kcat'],
+    versionArgs: ['-V'],
+    pkg: 'kcat',
+    hint: 'the contract checks read Kafka with it (Debian/Ubuntu: apt-get install kcat; macOS: brew install kcat)',
+  });

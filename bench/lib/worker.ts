@@ -69,7 +69,8 @@ export interface BenchWorkerOptions {
  * node flags for every worker the benchmarks start, from BENCH_WORKER_NODE_FLAGS (space-separated):
  * what a setting only node's command line takes would change, measured the same way.
  */
-const workerNodeFlags = (): string[] => process.env.BENCH_WORKER_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
+export const workerNodeFlags = (): string[] =>
+  process.env.BENCH_WORKER_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
 
 /**
  * Runs the worker as `npm start` does (its node flags, then `dist/cli/main.js worker`) with the given environment, and

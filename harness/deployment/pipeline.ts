@@ -18,7 +18,12 @@ import {
   uniqueName,
   waitFor,
 } from '../stack.js';
-import { atShippedDefaults, spawnWorker, type WorkerProcess } from '../worker/process.js';
+import {
+  atShippedDefaults,
+  type SpawnWorkerOptions,
+  spawnWorker,
+  type WorkerProcess,
+} from '../worker/process.js';
 import {
   type ExpectedState,
   type ExpectedStateOptions,
@@ -181,9 +186,9 @@ export class Pipeline {
     };
   }
 
-  /** Starts a real worker process (`rxingest worker`) for this deployment. */
-  spawn(label: string, env: Record<string, string> = {}): WorkerProcess {
-    const w = spawnWorker({ ...this.env, ...env }, `${this.names.group}-${label}`);
+  /** Starts a real worker process (`rxingest worker`) for this deployment; `options`: how (see spawnWorker). */
+  spawn(label: string, env: Record<string, string> = {}, options: SpawnWorkerOptions = {}): WorkerProcess {
+    const w = spawnWorker({ ...this.env, ...env }, `${this.names.group}-${label}`, options);
     this.workers.push(w);
     return w;
   }

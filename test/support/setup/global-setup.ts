@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
-import { ensureDebianCommand, ensurePrometheus } from '../../../harness/debian-package.js';
+import { ensureKcat, ensurePrometheus } from '../../../harness/debian-package.js';
 import { stopSecureStackIfStartedBy } from '../servers/secure-stack.js';
 
 const run = promisify(execFile);
@@ -17,16 +17,7 @@ const servers = async (): Promise<Set<string>> => {
  * kcat (librdkafka) is the integration tests' independent Kafka reader; Prometheus scrapes a
  * worker and evaluates the dashboard's queries and the alert rules. As root (CI, these
  * machines) both are installed from Debian's packages when missing; otherwise say how.
- */
-const ensureKcat = () =>
-  ensureDebianCommand({
-    commands: ['kcat'],
-    versionArgs: ['-V'],
-    pkg: 'kcat',
-    hint: 'the integration tests need it (Debian/Ubuntu: apt-get install kcat; macOS: brew install kcat)',
-  });
-
-/**
+ *
  * Brings the real local stack up when it is not already running, and on teardown
  * stops exactly the servers this run started: the stack is left as it was found.
  */
