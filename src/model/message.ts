@@ -82,7 +82,12 @@ export type ErrorClass = 'invalid-json' | 'schema' | 'too-large' | 'rejected' | 
 /** `topic/partition/offset`: who processed an id. A replay has the same origin, a re-sent copy another. */
 export type OriginKey = string;
 
-export const originKeyOf = (r: SourcePosition): OriginKey => `${r.topic}/${r.partition}/${r.offset}`;
+/**
+ * Joined rather than concatenated: join makes one flat string where `+` makes a chain of
+ * pieces, which is kept as long as the key (an owner mark waits for its Redis round trip) and
+ * then flattened into a second copy when Redis is sent it.
+ */
+export const originKeyOf = (r: SourcePosition): OriginKey => [r.topic, r.partition, r.offset].join('/');
 
 /** A record that cannot be ingested, and why. */
 export interface Poison {

@@ -60,26 +60,29 @@ export function applyUpdate(
   doc: ProfileDocument | undefined,
   update: MergedUpdate,
 ): { document: ProfileDocument; changed: boolean } {
-  const data = new Map(Object.entries(doc?.data ?? {}));
-  const stamps = new Map(Object.entries(doc?.fieldVersions ?? {}));
+  // Copies by spread (own enumerable keys, defined, not assigned: a stored `__proto__` key
+  // stays data), then each winning field set with setOwn: the key order Object.fromEntries
+  // of a Map of the entries gives, without an entry pair per field and two Maps per update.
+  const data: Record<string, unknown> = doc === undefined ? {} : { ...doc.data };
+  const stamps: Record<string, FieldStamp> = doc === undefined ? {} : { ...doc.fieldVersions };
   let changed = doc === undefined;
   for (const [field, { value, stamp }] of update.fields) {
-    if (beats(stamp, stamps.get(field))) {
-      data.set(field, value);
-      stamps.set(field, stamp);
+    if (beats(stamp, Object.hasOwn(stamps, field) ? stamps[field] : undefined)) {
+      setOwn(data, field, value);
+      setOwn(stamps, field, stamp);
       changed = true;
     }
   }
   const version = Math.max(doc?.version ?? update.version, update.version);
   if (version !== doc?.version) changed = true;
-  return {
-    // Object.fromEntries defines properties, so no key can reach a prototype.
-    document: {
-      clientId: update.clientId,
-      version,
-      data: Object.fromEntries(data),
-      fieldVersions: Object.fromEntries(stamps),
-    },
-    changed,
-  };
+  return { document: { clientId: update.clientId, version, data, fieldVersions: stamps }, changed };
+}
+
+/**
+ * Sets an own property: an assignment where that can only create or change one, a definition
+ * where the key is inherited (`__proto__`, `constructor`, …), so no key can reach a prototype.
+ */
+function setOwn<V>(o: Record<string, V>, key: string, value: V): void {
+  if (Object.hasOwn(o, key) || !(key in o)) o[key] = value;
+  else Object.defineProperty(o, key, { value, enumerable: true, writable: true, configurable: true });
 }

@@ -78,7 +78,10 @@ export interface Decision {
 /** The batch with every decision applied (a new array; the batch is left as it was). */
 export function decideAt(batch: readonly Entry[], decisions: readonly Decision[]): Entry[] {
   const out = batch.slice();
-  for (const { at, outcome } of decisions) out[at] = decide(out[at]!, outcome);
+  for (let i = 0; i < decisions.length; i++) {
+    const { at, outcome } = decisions[i]!;
+    out[at] = decide(out[at]!, outcome);
+  }
   return out;
 }
 

@@ -131,6 +131,10 @@ export interface WriteDocumentsOptions {
 const inTurn = (steps: Observable<Decision[]>[]): Observable<Decision[]> =>
   concat(...steps).pipe(reduce((all: Decision[], some) => all.concat(some), []));
 
+/** Outcomes without details are shared, not one object per record (they are read, never changed). */
+const INDEXED: Outcome = { kind: 'indexed' };
+const STALE: Outcome = { kind: 'stale' };
+
 const rejected = (reason: string): Outcome => ({ kind: 'dead-letter', errorClass: 'rejected', reason });
 
 /** Creates the batch's open events, each with its origin, and decides them. */
@@ -146,7 +150,7 @@ function createEvents(
     map((results) =>
       events.map((at, k): Decision => {
         const r = results[k]!;
-        if (r.status === 'created') return { at, outcome: { kind: 'indexed' } };
+        if (r.status === 'created') return { at, outcome: INDEXED };
         if (r.status === 'exists') return { at, outcome: ownedBy(batch[at]!, r.owner) };
         return { at, outcome: rejected(r.reason) };
       }),
@@ -154,20 +158,34 @@ function createEvents(
   );
 }
 
-/** The document an open event entry is created as: the event with its origin. */
+/**
+ * The document an open event entry is created as: the event with its origin. Its `source` is
+ * made each time it is read (once a request, in practice) rather than held: a batch's
+ * documents wait as long as its write, and what waits that long is copied by the garbage
+ * collector and then promoted; an object of one field is what waits here.
+ */
 export function eventDocumentOf(e: Entry): EventDocument {
-  const m = e.message as UserEvent;
-  const { topic, partition, offset } = e.record;
-  return {
-    id: m.id,
-    source: {
+  return new EventOfEntry(e);
+}
+
+class EventOfEntry implements EventDocument {
+  constructor(private readonly entry: Entry) {}
+
+  get id(): string {
+    return (this.entry.message as UserEvent).id;
+  }
+
+  get source(): EventDocument['source'] {
+    const m = this.entry.message as UserEvent;
+    const { topic, partition, offset } = this.entry.record;
+    return {
       clientId: m.clientId,
       name: m.name,
       ts: m.ts,
       data: m.data,
       origin: { topic, partition, offset: originOffset(offset) },
-    },
-  };
+    };
+  }
 }
 
 /** A JSON number while it is exact (always, in practice); the decimal string beyond 2^53. */
@@ -178,7 +196,7 @@ const originOffset = (offset: string): number | string => {
 
 /** An existing event is this record's own (a replay) or another's (a re-sent copy). */
 const ownedBy = (e: Entry, owner: OriginKey): Outcome =>
-  owner === originKeyOf(e.record) ? { kind: 'indexed' } : { kind: 'duplicate', by: owner };
+  owner === originKeyOf(e.record) ? INDEXED : { kind: 'duplicate', by: owner };
 
 /** Carries out the profile rounds one after the other and decides their entries. */
 function writeProfiles(
@@ -235,7 +253,7 @@ function mergeClients(
         }
         for (const at of places) {
           const lost = r.status === 'stale' || !contributes(batch[at]!.message as ProfileUpdate, merged[k]!);
-          decided.push({ at, outcome: { kind: lost ? 'stale' : 'indexed' } });
+          decided.push({ at, outcome: lost ? STALE : INDEXED });
         }
       });
       if (refused.length === 0) return of(decided);

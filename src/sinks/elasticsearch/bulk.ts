@@ -164,12 +164,35 @@ export function firstResult(answer: BulkAnswer): BulkItem | undefined {
 }
 
 /**
- * A `create` action line, serialised once per event rather than as an object per request
- * (and per retry): `indexJson` is the index name as JSON, shared by the batch.
+ * A `create` action line, written as a string rather than serialised as an object per
+ * request (and per retry): `indexJson` is the index name as JSON, shared by the batch.
  */
 export function createActionLine(indexJson: string, id: string): string {
   return `{"create":{"_index":${indexJson},"_id":${JSON.stringify(id)}}}`;
 }
+
+/**
+ * An event's `create` action, kept as its index (as JSON) and id until a body is written: its
+ * line is made by bulkBody (createActionLine) and dropped at once, not held as a string for
+ * as long as the request and its retries last.
+ */
+export class CreateAction {
+  constructor(
+    readonly indexJson: string,
+    readonly id: string,
+  ) {}
+}
+
+/** An operation's line: a string as it is, a CreateAction as its create line, anything else serialised. */
+const lineOf = (op: unknown): string =>
+  typeof op === 'string'
+    ? op
+    : op instanceof CreateAction
+      ? createActionLine(op.indexJson, op.id)
+      : JSON.stringify(op);
+
+/** The first guess of a body's bytes per operation: an action line and an event's source, on average. */
+const FIRST_GUESS_BYTES = 192;
 
 /**
  * A `_bulk` body, every line newline-terminated, as the bytes that go out; a line given as a
@@ -177,23 +200,17 @@ export function createActionLine(indexJson: string, id: string): string {
  *
  * Why bytes: the client's own serializer appends line by line, and a string body is then
  * flattened, measured and copied again into a `Buffer` by the HTTP client: two more copies
- * of every body, on the V8 heap and off it. Here each line is encoded once, straight into one
- * buffer sized for the lines' UTF-16 length (their exact UTF-8 length when they are ASCII, as
- * JSON of ASCII ids and fields is); lines that take more bytes grow it. What it saves is
- * in docs/decisions.md (21).
+ * of every body, on the V8 heap and off it. Here each line is encoded as soon as it is made,
+ * straight into one buffer (its exact UTF-8 length when the line is ASCII, as JSON of ASCII
+ * ids and fields is), which doubles when a line does not fit: no line outlives its encoding,
+ * so a garbage collection in the middle of a large body has none of them to copy. What it
+ * saves is in docs/decisions.md (21, 22).
  */
 export function bulkBody(operations: readonly unknown[]): Buffer {
-  const lines = new Array<string>(operations.length);
-  let units = 0;
-  for (let i = 0; i < operations.length; i++) {
-    const op = operations[i];
-    const line = typeof op === 'string' ? op : JSON.stringify(op);
-    lines[i] = line;
-    units += line.length + 1;
-  }
-  let body = Buffer.allocUnsafe(units);
+  let body = Buffer.allocUnsafe(Math.max(1024, operations.length * FIRST_GUESS_BYTES));
   let at = 0;
-  for (const line of lines) {
+  for (let i = 0; i < operations.length; i++) {
+    const line = lineOf(operations[i]);
     // Room for three bytes a UTF-16 unit (the most one takes) is room enough; with less, measure.
     if (body.length - at < 3 * line.length + 1) {
       const needed = Buffer.byteLength(line) + 1;
@@ -215,7 +232,11 @@ const statusOf = (res: { cause?: unknown }): number | undefined =>
 
 /** The action of an action line (`create`, `index`, `delete`), as the answer names it. */
 const actionOf = (action: unknown): string =>
-  (typeof action === 'string' ? /^\{"(\w+)"/.exec(action)?.[1] : Object.keys(action as object)[0]) ?? 'index';
+  (action instanceof CreateAction
+    ? 'create'
+    : typeof action === 'string'
+      ? /^\{"(\w+)"/.exec(action)?.[1]
+      : Object.keys(action as object)[0]) ?? 'index';
 
 /** The answers of items whose request was refused whole: retriable item-level refusals. */
 function refusedAll(

@@ -15,7 +15,7 @@ import type {
   ProfileDelete,
   ProfileWrite,
 } from '../ports.js';
-import { type BulkAnswer, type BulkItem, BulkRequests, createActionLine } from './bulk.js';
+import { type BulkAnswer, type BulkItem, BulkRequests, CreateAction } from './bulk.js';
 import type { IndexEpochs } from './index-epochs.js';
 import { type ElasticsearchStoreObserver, itemRetryReason, silentObserver } from './observer.js';
 import type { RecentProfiles } from './recent-profiles.js';
@@ -111,11 +111,14 @@ export class ElasticsearchDocumentStore implements DocumentStore {
 
   async createEvents(events: readonly EventDocument[], signal?: AbortSignal): Promise<EventWrite[]> {
     const results: (EventWrite | undefined)[] = new Array(events.length);
-    const indexOf = events.map((e) => eventsIndexFor(this.options.eventsIndex, e.source.ts));
+    const pattern = this.options.eventsIndex;
+    const indexOf = isDatePattern(pattern)
+      ? events.map((e) => eventsIndexFor(pattern, e.source.ts))
+      : events.map(() => pattern);
     const actions = createActions(events, indexOf);
     await this.untilDone(events.length, 'event', signal, async (pending) => {
       const operations: unknown[] = [];
-      for (const i of pending) operations.push(actions[i], events[i]!.source);
+      for (const i of pending) operations.push(actions[i], new SourceOf(events[i]!));
       const bulk = await this.bulk(operations, signal);
       if (!bulk.done) return { retry: pending, why: bulk.why, reason: bulk.reason };
       const retry: number[] = [];
@@ -128,7 +131,7 @@ export class ElasticsearchDocumentStore implements DocumentStore {
         const r = item.create;
         if (r === undefined)
           throw new Error(`bulk answered without a create result for event ${events[i]!.id}`);
-        if (r.status === 200 || r.status === 201) results[i] = { status: 'created' };
+        if (r.status === 200 || r.status === 201) results[i] = CREATED;
         else if (r.status === 409) conflicts.push(i);
         else if (classifyItemError(r.status, r.error) === 'transient') {
           retry.push(i);
@@ -359,6 +362,8 @@ export class ElasticsearchDocumentStore implements DocumentStore {
   }
 }
 
+const CREATED: EventWrite = { status: 'created' };
+
 /** What one round of the per-item retry loop says: which items go round again, and why. */
 interface Round {
   readonly retry: number[];
@@ -377,8 +382,16 @@ function describeItemError(status: number, error: ElasticsearchItemError | undef
   return `Elasticsearch ${status} ${error?.type ?? 'error'}: ${error?.reason ?? 'no reason given'}${cause}`;
 }
 
-/** Each event's `create` line, the index names serialised once per index (a batch has one or two). */
-function createActions(events: readonly EventDocument[], indexOf: readonly string[]): string[] {
+/** An event's source line, read from the event when the body is written (JSON.stringify calls toJSON). */
+class SourceOf {
+  constructor(private readonly event: EventDocument) {}
+  toJSON(): EventDocument['source'] {
+    return this.event.source;
+  }
+}
+
+/** Each event's `create` action, the index names serialised once per index (a batch has one or two). */
+function createActions(events: readonly EventDocument[], indexOf: readonly string[]): CreateAction[] {
   const indexJson = new Map<string, string>();
   return events.map((e, i) => {
     const index = indexOf[i]!;
@@ -387,6 +400,6 @@ function createActions(events: readonly EventDocument[], indexOf: readonly strin
       json = JSON.stringify(index);
       indexJson.set(index, json);
     }
-    return createActionLine(json, e.id);
+    return new CreateAction(json, e.id);
   });
 }

@@ -36,7 +36,12 @@ export function bulkOutcome(items: readonly Partial<Record<string, ItemResult>>[
   let load = false;
   let faults = 0;
   for (const item of items) {
-    const r = Object.values(item)[0];
+    let r: ItemResult | undefined;
+    // The item's one result, without an array of its values per item.
+    for (const k in item) {
+      r = item[k];
+      break;
+    }
     if (r === undefined) continue;
     if (isLoadRefusal(r)) load = true;
     if (isDestinationFault(r)) faults++;

@@ -15,6 +15,13 @@ type ReadDocument = {
   error?: { type?: string; reason?: string } | null;
 };
 
+/**
+ * Only what a read looks at: each document's `_index`, `_id` and `_version` are left out of
+ * the answer the worker parses, per profile read. Every document keeps `found` or `error`, so
+ * none drops out of the list and the answers stay in the order of the ids.
+ */
+const READ_FIELDS = 'docs.found,docs._source,docs._seq_no,docs._primary_term,docs.error';
+
 /** A profile as stored, with what a conditional write of it needs; empty when there is none. */
 export type StoredProfile = { doc?: ProfileDocument; seqNo?: number; primaryTerm?: number };
 
@@ -118,7 +125,11 @@ export class StoredProfiles {
     const { signal } = context;
     const res = await attemptRequest(
       context,
-      () => this.client.mget<ProfileDocument>({ index: this.profilesIndex, ids }, signal ? { signal } : {}),
+      () =>
+        this.client.mget<ProfileDocument>(
+          { index: this.profilesIndex, ids, filter_path: READ_FIELDS },
+          signal ? { signal } : {},
+        ),
       (answer) => mgetOutcome(answer.docs),
     );
     return res.done ? { done: true, value: res.value.docs as ReadDocument[] } : res;

@@ -163,7 +163,8 @@ export class RedisKnownCopies implements KnownCopies {
     for (const { event, owner } of owners) {
       const epoch = epochOf(event);
       if (epoch === undefined) continue;
-      fieldsAndValues.push(event.id, `${epoch}|${owner}`);
+      // One flat string (see originKeyOf), not pieces kept for the round trip and then copied.
+      fieldsAndValues.push(event.id, [epoch, owner].join('|'));
     }
     if (fieldsAndValues.length === 0) return;
     const pass = this.pass('mark');

@@ -165,6 +165,29 @@ describe('applyUpdate', () => {
     expect(Object.hasOwn(document.data, '__proto__')).toBe(true);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
+
+  it('keeps stored inherited-name fields own when a later update wins them, and the key order', () => {
+    const stored = JSON.parse(
+      '{"clientId":"c-1","version":1,"data":{"b":1,"__proto__":{"p":1},"2":"two","a":1},' +
+        '"fieldVersions":{"b":{"version":1,"id":"u1"},"__proto__":{"version":1,"id":"u1"},' +
+        '"2":{"version":1,"id":"u1"},"a":{"version":1,"id":"u1"}}}',
+    ) as ProfileDocument;
+    const data = JSON.parse('{"__proto__":{"p":2},"constructor":"c","1":"one","z":2,"a":2}') as Record<
+      string,
+      unknown
+    >;
+    const { document, changed } = applyUpdate(stored, mergeUpdates([upd('u2', 2, data)]));
+    expect(changed).toBe(true);
+    for (const o of [document.data, document.fieldVersions]) {
+      expect(Object.getPrototypeOf(o)).toBe(Object.prototype);
+      expect(Object.keys(o)).toEqual(['1', '2', 'b', '__proto__', 'a', 'constructor', 'z']);
+      expect(Object.hasOwn(o, '__proto__') && Object.hasOwn(o, 'constructor')).toBe(true);
+    }
+    expect(document.data).toMatchObject({ b: 1, a: 2, z: 2, constructor: 'c', '1': 'one', '2': 'two' });
+    expect(Object.getOwnPropertyDescriptor(document.data, '__proto__')?.value).toEqual({ p: 2 });
+    expect(stored.data.a).toBe(1);
+    expect(({} as Record<string, unknown>).p).toBeUndefined();
+  });
 });
 
 describe('merge result is independent of arrival order, batching and duplicates', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bulkBody, createActionLine } from '../../../../src/sinks/elasticsearch/bulk.js';
+import { bulkBody, CreateAction, createActionLine } from '../../../../src/sinks/elasticsearch/bulk.js';
 
 describe('_bulk bodies', () => {
   const hostile = ['evt-1', 'a"b\\c', 'line\nbreak', 'üñî©ødé', '\u2028\u2029', '__proto__', '{"create":1}'];
@@ -28,6 +28,13 @@ describe('_bulk bodies', () => {
       '{"index":{"_index":"p","_id":"c-1"}}',
       '{"n":1}',
     ]);
+  });
+
+  it('writes a CreateAction as its create line and an object with toJSON as what that returns', () => {
+    const source = { clientId: 'c-1', data: { text: 'é\n' } };
+    const lazy = { toJSON: () => source };
+    const body = bulkBody([new CreateAction('"events"', 'a"b'), lazy]).toString('utf8');
+    expect(body).toBe(`${createActionLine('"events"', 'a"b')}\n${JSON.stringify(source)}\n`);
   });
 
   /** What the HTTP client sent for the joined string this replaces: its UTF-8 bytes. */
