@@ -116,11 +116,12 @@ describe('fetchBytesPerPartition: the fetches are shared out like the marks', ()
   });
 
   it('scales it past them, so that the fetches in flight stop growing with the partitions', () => {
-    expect(fetchBytesPerPartition(kb256, 96, 8)).toBe(Math.round((kb256 * 32) / 96));
-    expect(fetchBytesPerPartition(kb256, 64, 8) * 64).toBe(kb256 * 32);
+    expect(fetchBytesPerPartition(kb256, 48, 8)).toBe(Math.round((kb256 * 32) / 48));
+    expect(fetchBytesPerPartition(4 * kb256, 128, 8) * 128).toBe(4 * kb256 * 32);
   });
 
   it('never goes below LEAST_FETCH_BYTES, nor raises a smaller setting to it', () => {
+    expect(fetchBytesPerPartition(kb256, 96, 8)).toBe(LEAST_FETCH_BYTES);
     expect(fetchBytesPerPartition(kb256, 1_024, 8)).toBe(LEAST_FETCH_BYTES);
     expect(fetchBytesPerPartition(16 * 1024, 1_024, 8)).toBe(16 * 1024);
   });
