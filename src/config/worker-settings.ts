@@ -96,7 +96,7 @@ const kafka = {
   ],
   KAFKA_MAX_BYTES_PER_PARTITION: [
     int(1024, 100 * 1024 * 1024).describe(
-      "One fetch's size per partition; with HIGH_WATER_BYTES it bounds a partition's memory.",
+      "One fetch's size per partition; with HIGH_WATER_BYTES it bounds a partition's memory. With more than 4 × INTAKE_SHARE_PARTITIONS partitions in the input topics, it is scaled by 4 × INTAKE_SHARE_PARTITIONS ÷ their partitions (never below 128 KiB), as HIGH_WATER is: a partition takes a whole fetch in before its marks can pause it.",
     ),
     String(256 * 1024),
   ],

@@ -3,11 +3,16 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 
 /**
- * Input topics must exist (their partition count is a decision, not a default).
+ * Input topics must exist (their partition count is a decision, not a default); gives how
+ * many partitions they have in all.
  * The dead-letter, trigger and progress topics are created when missing, the DLQ with
  * room for the largest record a source topic may hold, the progress ledger compacted.
  */
-export async function ensureTopics(admin: Admin, cfg: Config['kafka'], log: Logger): Promise<void> {
+export async function ensureTopics(
+  admin: Admin,
+  cfg: Config['kafka'],
+  log: Logger,
+): Promise<{ readonly inputPartitions: number }> {
   // Input topics may be created by another job started alongside the worker: wait a while.
   const deadline = Date.now() + cfg.topicWaitMs;
   let existing = new Set(await admin.listTopics());
@@ -28,6 +33,7 @@ export async function ensureTopics(admin: Admin, cfg: Config['kafka'], log: Logg
   }
   const meta = await admin.fetchTopicMetadata({ topics: cfg.topics });
   const partitions = Math.max(1, ...meta.topics.map((t) => t.partitions.length));
+  const found = { inputPartitions: meta.topics.reduce((n, t) => n + t.partitions.length, 0) };
   const toCreate = [cfg.dlqTopic, cfg.triggersTopic, cfg.progressTopic]
     .filter((t) => !existing.has(t))
     .map((topic) => ({
@@ -45,10 +51,11 @@ export async function ensureTopics(admin: Admin, cfg: Config['kafka'], log: Logg
               ]
             : [],
     }));
-  if (toCreate.length === 0) return;
+  if (toCreate.length === 0) return found;
   try {
     await admin.createTopics({ topics: toCreate, waitForLeaders: true });
     log.info({ topics: toCreate.map((t) => t.topic), partitions }, 'created output topics');
+    return found;
   } catch (err) {
     // Another worker may have created them first. On a cluster, the broker that answers may
     // not have heard of a topic created a moment ago (kafkajs's leader wait then fails with
@@ -56,7 +63,7 @@ export async function ensureTopics(admin: Admin, cfg: Config['kafka'], log: Logg
     const names = toCreate.map((t) => t.topic);
     const until = Date.now() + 15_000;
     for (;;) {
-      if (await topicsHaveLeaders(admin, names)) return;
+      if (await topicsHaveLeaders(admin, names)) return found;
       if (Date.now() > until) throw err;
       await new Promise((r) => setTimeout(r, 500));
     }

@@ -9,6 +9,7 @@ import { engineLabel, type SearchEngine } from '../clients/search-engine.js';
 import type { Config } from '../config/config.js';
 import { EsPoolMonitor, esPoolStats } from '../metrics/es-pool-monitor.js';
 import type { WorkerMetrics } from '../metrics/worker-metrics.js';
+import { fetchBytesPerPartition } from '../pushback/intake/marks.js';
 import type { RetryPolicy } from '../retry/retry-policy.js';
 import { TopicLimits } from '../sinks/kafka/topic-limits.js';
 import { RedisHealth } from '../sinks/redis/health.js';
@@ -17,7 +18,13 @@ import { kafkaLogCreator } from './kafka-log.js';
 import { ensureTopics } from './kafka-setup.js';
 
 /** The worker's connections to its three servers, and what watches them. */
-export interface WorkerClients {
+export interface WorkerClients extends StartingClients {
+  /** Made once the input topics are known (its fetch size follows their partitions). */
+  readonly consumer: Consumer;
+}
+
+/** The clients before the start checks: all but the consumer. */
+export interface StartingClients {
   /** Which engine and version ES_NODE is: it decides the dialect of every request and index. */
   readonly engine: SearchEngine;
   readonly es: Client;
@@ -30,15 +37,14 @@ export interface WorkerClients {
   readonly admin: Admin;
   /** The output topics' max.message.bytes. */
   readonly limits: TopicLimits;
-  readonly consumer: Consumer;
   readonly heartbeatInterval: number;
 }
 
-/** Creates the clients; nothing connects yet but the search engine's detection. */
+/** Creates the clients but the consumer; nothing connects yet but the search engine's detection. */
 export async function createClients(
   config: Config,
   { log, metrics, retry }: { log: Logger; metrics: WorkerMetrics; retry: RetryPolicy },
-): Promise<WorkerClients> {
+): Promise<StartingClients> {
   const engine = await resolveSearchEngine(config.elasticsearch);
   log.info(
     {
@@ -86,15 +92,6 @@ export async function createClients(
   // Known before the first dead letter, so that no record too large for its topic enters a transaction.
   const limits = new TopicLimits(admin, log.child({ component: 'kafka' }));
   const heartbeatInterval = heartbeatIntervalFor(config.kafka.sessionTimeoutMs);
-  const consumer = kafka.consumer({
-    groupId: config.kafka.groupId,
-    sessionTimeout: config.kafka.sessionTimeoutMs,
-    heartbeatInterval,
-    // A paused partition's resume waits for the fetch loop's sleep: keep it short.
-    maxWaitTimeInMs: 250,
-    maxBytesPerPartition: config.kafka.maxBytesPerPartition,
-    readUncommitted: false,
-  });
   const redisHealth = new RedisHealth(
     redis,
     { probeEveryMs: 1_000, onChange: (up) => metrics.setRedisUp(up) },
@@ -110,16 +107,48 @@ export async function createClients(
     kafka,
     admin,
     limits,
-    consumer,
     heartbeatInterval,
   };
+}
+
+/**
+ * The ingestion consumer. Each partition's fetch is shared out like its marks (fetchBytesPerPartition):
+ * a partition takes a whole fetch in before its marks can pause it, so with many partitions the
+ * fetches, not the marks, would set the records in flight. kafkajs fixes the size when the
+ * consumer is made, before any assignment: it follows the input topics' partitions, which a
+ * worker of several in a group shares (its fetches are then smaller than its own count needs).
+ */
+function createConsumer(config: Config, c: StartingClients, inputPartitions: number, log: Logger): Consumer {
+  const maxBytesPerPartition = fetchBytesPerPartition(
+    config.kafka.maxBytesPerPartition,
+    inputPartitions,
+    config.graph.intakeSharePartitions,
+  );
+  if (maxBytesPerPartition !== config.kafka.maxBytesPerPartition)
+    log.info(
+      { inputPartitions, maxBytesPerPartition, setting: config.kafka.maxBytesPerPartition },
+      "fetches per partition shared out over the input topics' partitions",
+    );
+  return c.kafka.consumer({
+    groupId: config.kafka.groupId,
+    sessionTimeout: config.kafka.sessionTimeoutMs,
+    heartbeatInterval: c.heartbeatInterval,
+    // A paused partition's resume waits for the fetch loop's sleep: keep it short.
+    maxWaitTimeInMs: 250,
+    maxBytesPerPartition,
+    readUncommitted: false,
+  });
 }
 
 /**
  * The start checks, and what must exist before the first record: each server answers with the
  * rights the worker needs, the indices and topics exist, the consumer has joined its topics.
  */
-export async function checkAndPrepare(config: Config, c: WorkerClients, log: Logger): Promise<void> {
+export async function checkAndPrepare(
+  config: Config,
+  c: StartingClients,
+  log: Logger,
+): Promise<WorkerClients> {
   // Redis may be down (the worker starts without it and uses it once it answers), but a
   // wrong password or an unknown CA is a setting to fix: that stops the start, in one line.
   const probe = await probeRedis(config.redis);
@@ -129,10 +158,17 @@ export async function checkAndPrepare(config: Config, c: WorkerClients, log: Log
   await ensureIndices(c.es, config.elasticsearch, log, c.engine);
   await checkKafka(config.kafka);
   await c.admin.connect();
-  await ensureTopics(c.admin, config.kafka, log);
+  const { inputPartitions } = await ensureTopics(c.admin, config.kafka, log);
   await c.limits.ensure([config.kafka.dlqTopic, config.kafka.triggersTopic, config.kafka.progressTopic]);
-  await c.consumer.connect();
-  await c.consumer.subscribe({ topics: config.kafka.topics, fromBeginning: config.kafka.fromBeginning });
+  const consumer = createConsumer(config, c, inputPartitions, log);
+  try {
+    await consumer.connect();
+    await consumer.subscribe({ topics: config.kafka.topics, fromBeginning: config.kafka.fromBeginning });
+  } catch (err) {
+    await consumer.disconnect().catch(() => undefined);
+    throw err;
+  }
+  return { ...c, consumer };
 }
 
 /** What else is running beside the clients, stopped before them when it was started. */
@@ -143,13 +179,16 @@ export interface AlsoRunning {
 }
 
 /** Stops what watches the clients, disconnects every client, then closes the HTTP server. */
-export async function closeClients(c: WorkerClients, also: AlsoRunning): Promise<void> {
+export async function closeClients(
+  c: StartingClients & { readonly consumer?: Consumer },
+  also: AlsoRunning,
+): Promise<void> {
   c.redisHealth.stop();
   also.health?.stop();
   c.poolMonitor.stop();
   await also.pushback?.stop();
   await Promise.allSettled([
-    c.consumer.disconnect(),
+    c.consumer?.disconnect(),
     c.admin.disconnect(),
     c.es.close(),
     c.esLiveness.close(),

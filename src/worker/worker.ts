@@ -72,7 +72,7 @@ export async function startWorker({
   // First, so that an address in use stops the start before any connection is made.
   const http = await serveOperations(config, { metrics, readiness, log });
   const retry = createRetryPolicy({ baseMs: config.graph.retryBaseMs, maxMs: config.graph.retryMaxMs });
-  const clients = await createClients(config, { log, metrics, retry }).catch(async (err: unknown) => {
+  const starting = await createClients(config, { log, metrics, retry }).catch(async (err: unknown) => {
     await http?.close();
     throw err;
   });
@@ -81,16 +81,16 @@ export async function startWorker({
   const running: { http?: HttpServerHandle; health?: HealthFeed; pushback?: WorkerPushback } = http
     ? { http }
     : {};
+  let clients: WorkerClients;
+  try {
+    clients = await checkAndPrepare(config, starting, log);
+  } catch (err) {
+    await closeClients(starting, running);
+    throw err;
+  }
   const close = () => closeClients(clients, running);
   const assignment = new Assignment();
   const { pauses, holds, pushback } = createPushback(config, clients, { assignment, metrics, log });
-
-  try {
-    await checkAndPrepare(config, clients, log);
-  } catch (err) {
-    await close();
-    throw err;
-  }
 
   const ports = graphPorts(config, clients, { pushback, metrics, retry, enrich, log });
   running.health = feedHealth({

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import {
+  fetchBytesPerPartition,
   intakePaused,
+  LEAST_FETCH_BYTES,
   partitionShare,
   recordsPerCommit,
   sharedMarks,
@@ -103,5 +105,28 @@ describe('recordsPerCommit', () => {
 
   it('is at least one record', () => {
     expect(recordsPerCommit({ highWater: 5, lowWater: 5, commitEvery: 5_000 })).toBe(1);
+  });
+});
+
+describe('fetchBytesPerPartition: the fetches are shared out like the marks', () => {
+  const kb256 = 256 * 1024;
+
+  it('keeps KAFKA_MAX_BYTES_PER_PARTITION up to MOST_SHARES × INTAKE_SHARE_PARTITIONS partitions', () => {
+    for (const n of [1, 4, 8, 32]) expect(fetchBytesPerPartition(kb256, n, 8), `${n}`).toBe(kb256);
+  });
+
+  it('scales it past them, so that the fetches in flight stop growing with the partitions', () => {
+    expect(fetchBytesPerPartition(kb256, 48, 8)).toBe(Math.round((kb256 * 32) / 48));
+    expect(fetchBytesPerPartition(4 * kb256, 128, 8) * 128).toBe(4 * kb256 * 32);
+  });
+
+  it('never goes below LEAST_FETCH_BYTES, nor raises a smaller setting to it', () => {
+    expect(fetchBytesPerPartition(kb256, 96, 8)).toBe(LEAST_FETCH_BYTES);
+    expect(fetchBytesPerPartition(kb256, 1_024, 8)).toBe(LEAST_FETCH_BYTES);
+    expect(fetchBytesPerPartition(16 * 1024, 1_024, 8)).toBe(16 * 1024);
+  });
+
+  it('is never scaled with INTAKE_SHARE_PARTITIONS=1', () => {
+    expect(fetchBytesPerPartition(kb256, 1_024, 1)).toBe(kb256);
   });
 });
