@@ -19,7 +19,6 @@
  * in each worker's log.
  */
 import { join } from 'node:path';
-import { planWorkload } from '../src/generator/workload.js';
 import { summarizeAllocationFile } from './lib/allocations.js';
 import { documentOf } from './lib/documents.js';
 import { pinElasticsearchApart } from './lib/pinning.js';
@@ -28,7 +27,7 @@ import { produceAll } from './lib/stack.js';
 import { stagesOfProfileFile } from './lib/stages.js';
 import { fmt } from './lib/stats.js';
 import { cpuProfileOf } from './lib/worker.js';
-import { drainWithWorker, rawCeiling, withMeasureRun } from './lib/worker-vs-ceiling.js';
+import { drainWithWorker, drainWorkload, rawCeiling, withMeasureRun } from './lib/worker-vs-ceiling.js';
 
 const variants = (process.env.AB_VARIANTS ?? '').split(',').map((v) => {
   const [name, entry] = v.split('=');
@@ -50,16 +49,7 @@ await withMeasureRun('ab', { quick: false, resultsDir, log }, async (ctx, kafka)
     ['mixed', 0.3, { batch: 1000, concurrency: 4 }],
   ] as const) {
     if (!keys.includes(key)) continue;
-    const plan = planWorkload({
-      seed: 7,
-      count: n,
-      ratePerSec: 5_000,
-      clients: 10_000,
-      profileShare,
-      duplicateShare: 0.01,
-      poisonShare: 0,
-      hostileKeyShare: 0,
-    });
+    const plan = drainWorkload(n, profileShare);
     const topic = ctx.res.name(`${key}-p${partitions}`);
     await ctx.res.createTopic(topic, partitions);
     await produceAll(kafka, topic, plan);

@@ -1,4 +1,3 @@
-import { planWorkload } from '../src/generator/workload.js';
 import { documentOf } from './lib/documents.js';
 import { measureLatency } from './lib/latency.js';
 import { type Pinning, pinElasticsearchApart, pinningUnavailable } from './lib/pinning.js';
@@ -11,7 +10,9 @@ import { benchWorkerEnv } from './lib/worker-env.js';
 import {
   bestLoaderSetting,
   type CeilingRun,
+  DRAIN_CLIENTS,
   drainWithWorker,
+  drainWorkload,
   type LoaderTrial,
   type MeasureContext,
   rawCeiling,
@@ -52,7 +53,6 @@ interface ColdStart {
   readonly missing: number;
 }
 
-const CLIENTS = 10_000;
 const SWEEP = [1, 4, 8, 32];
 /** The partition count whose peak RSS has its own target. */
 const WIDE = 96;
@@ -85,16 +85,7 @@ async function sweep(ctx: MeasureContext & PartitionsOptions, kafka: ReturnType<
     ['mixed', '30% profile updates', 0.3],
   ] as const) {
     if (!keys.includes(key)) continue;
-    const plan = planWorkload({
-      seed: 7,
-      count: n,
-      ratePerSec: 5_000,
-      clients: CLIENTS,
-      profileShare,
-      duplicateShare: 0.01,
-      poisonShare: 0,
-      hostileKeyShare: 0,
-    });
+    const plan = drainWorkload(n, profileShare);
     const w: Workload = { key, label, profileShare, docs: plan.map(documentOf), topics: new Map() };
     for (const p of [...counts, ...(wide && key === 'events' ? [WIDE] : [])]) {
       const topic = ctx.res.name(`${key}-p${p}`);
@@ -190,7 +181,7 @@ async function coldStart(ctx: MeasureContext & PartitionsOptions, kafka: ReturnT
       ratePerSec: offered,
       durationMs,
       seed: 11,
-      clients: CLIENTS,
+      clients: DRAIN_CLIENTS,
       sampleEvery: 10,
       settleMs: 10_000,
       startInMs: 500,
@@ -285,7 +276,7 @@ function section(
   for (const w of workloads)
     if (w.loader) notes.push(`Loader, ${w.label} (last search): ${loaderText(w.loader)}.`);
   notes.push(
-    `Each row drains the same ${fmt(n, 0)} pre-produced messages (${fmt(CLIENTS, 0)} clients, 1% re-sent copies) from a topic of that many partitions; just before it, the raw loader writes the same documents, encoded before its clock starts, at the best batch size and requests in flight found for the workload (batch doubled from 500, then requests in flight doubled, each while the rate still grew by 2%).`,
+    `Each row drains the same ${fmt(n, 0)} pre-produced messages (${fmt(DRAIN_CLIENTS, 0)} clients, 1% re-sent copies) from a topic of that many partitions; just before it, the raw loader writes the same documents, encoded before its clock starts, at the best batch size and requests in flight found for the workload (batch doubled from 500, then requests in flight doubled, each while the rate still grew by 2%).`,
   );
   if (cold)
     notes.push(

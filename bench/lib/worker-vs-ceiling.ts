@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { planWorkload, type WorkloadRecord } from '../../src/generator/workload.js';
 import { createIndices, deleteIndices } from './ceiling.js';
 import { drainRate, drainWindow } from './drain.js';
 import { encodeBodies, loadRaw, type RawDoc } from './raw-bulk.js';
@@ -228,3 +229,23 @@ export async function drainWithWorker(
   };
   return { run, worker, name, window: { fromMs: first?.t ?? 0, toMs: endT } };
 }
+
+/** Clients in the drained workloads: enough that per-client order never serializes a partition. */
+export const DRAIN_CLIENTS = 10_000;
+
+/**
+ * The backlog the pinned comparisons drain: `count` messages of `DRAIN_CLIENTS` clients, a share
+ * of them profile updates, 1% re-sent copies, nothing refused (the worker and the loader write the
+ * same documents).
+ */
+export const drainWorkload = (count: number, profileShare: number): WorkloadRecord[] =>
+  planWorkload({
+    seed: 7,
+    count,
+    ratePerSec: 5_000,
+    clients: DRAIN_CLIENTS,
+    profileShare,
+    duplicateShare: 0.01,
+    poisonShare: 0,
+    hostileKeyShare: 0,
+  });
