@@ -1,6 +1,7 @@
 import type { Client } from '@elastic/elasticsearch';
 import type { Logger } from 'pino';
 import { type ElasticsearchItemError, isOversizedOperation } from '../../model/failures.js';
+import type { EventDocument } from '../ports.js';
 import { type Attempt, attemptRequest, type RequestContext } from './request.js';
 import { bulkOutcome } from './request-outcome.js';
 
@@ -204,7 +205,7 @@ const FIRST_GUESS_BYTES = 192;
  * straight into one buffer (its exact UTF-8 length when the line is ASCII, as JSON of ASCII
  * ids and fields is), which doubles when a line does not fit: no line outlives its encoding,
  * so a garbage collection in the middle of a large body has none of them to copy. What it
- * saves is in docs/decisions.md (21, 22).
+ * saves is in docs/decisions.md (21, 23).
  */
 export function bulkBody(operations: readonly unknown[]): Buffer {
   let body = Buffer.allocUnsafe(Math.max(1024, operations.length * FIRST_GUESS_BYTES));
@@ -274,4 +275,37 @@ function tooLargeAlone(action: unknown): BulkAnswer {
       },
     },
   };
+}
+
+/** An item's refusal in a few words: its status and error type. */
+export function itemReason(r: BulkItem): string {
+  return `${r.status} ${r.error?.type ?? 'error'}`;
+}
+
+/** An item's refusal as a dead letter's reason: status, type, reason and its cause. */
+export function describeItemError(status: number, error: ElasticsearchItemError | undefined): string {
+  const cause = error?.caused_by?.reason ? ` (${error.caused_by.reason})` : '';
+  return `Elasticsearch ${status} ${error?.type ?? 'error'}: ${error?.reason ?? 'no reason given'}${cause}`;
+}
+
+/** An event's source line, read from the event when the body is written (JSON.stringify calls toJSON). */
+export class SourceOf {
+  constructor(private readonly event: EventDocument) {}
+  toJSON(): EventDocument['source'] {
+    return this.event.source;
+  }
+}
+
+/** Each event's `create` action, the index names serialised once per index (a batch has one or two). */
+export function createActions(events: readonly EventDocument[], indexOf: readonly string[]): CreateAction[] {
+  const indexJson = new Map<string, string>();
+  return events.map((e, i) => {
+    const index = indexOf[i]!;
+    let json = indexJson.get(index);
+    if (json === undefined) {
+      json = JSON.stringify(index);
+      indexJson.set(index, json);
+    }
+    return new CreateAction(json, e.id);
+  });
 }

@@ -2,7 +2,7 @@ import type { Client } from '@elastic/elasticsearch';
 import type { Logger } from 'pino';
 import { RepeatedFailureLog } from '../../log/repeated-failure-log.js';
 import { eventsIndexFor, isDatePattern } from '../../model/event-index.js';
-import { classifyItemError, type ElasticsearchItemError } from '../../model/failures.js';
+import { classifyItemError } from '../../model/failures.js';
 import type { OriginKey } from '../../model/message.js';
 import { applyUpdate, type MergedUpdate, type ProfileDocument } from '../../model/profile-merge.js';
 import type { RequestGate } from '../../pushback/admission/gates.js';
@@ -15,7 +15,14 @@ import type {
   ProfileDelete,
   ProfileWrite,
 } from '../ports.js';
-import { type BulkAnswer, type BulkItem, BulkRequests, CreateAction } from './bulk.js';
+import {
+  type BulkAnswer,
+  BulkRequests,
+  createActions,
+  describeItemError,
+  itemReason,
+  SourceOf,
+} from './bulk.js';
 import type { IndexEpochs } from './index-epochs.js';
 import { type ElasticsearchStoreObserver, itemRetryReason, silentObserver } from './observer.js';
 import type { RecentProfiles } from './recent-profiles.js';
@@ -371,35 +378,4 @@ interface Round {
   readonly reason: string;
   /** Lost races only: read again at once, no backoff. */
   readonly immediate?: boolean;
-}
-
-function itemReason(r: BulkItem): string {
-  return `${r.status} ${r.error?.type ?? 'error'}`;
-}
-
-function describeItemError(status: number, error: ElasticsearchItemError | undefined): string {
-  const cause = error?.caused_by?.reason ? ` (${error.caused_by.reason})` : '';
-  return `Elasticsearch ${status} ${error?.type ?? 'error'}: ${error?.reason ?? 'no reason given'}${cause}`;
-}
-
-/** An event's source line, read from the event when the body is written (JSON.stringify calls toJSON). */
-class SourceOf {
-  constructor(private readonly event: EventDocument) {}
-  toJSON(): EventDocument['source'] {
-    return this.event.source;
-  }
-}
-
-/** Each event's `create` action, the index names serialised once per index (a batch has one or two). */
-function createActions(events: readonly EventDocument[], indexOf: readonly string[]): CreateAction[] {
-  const indexJson = new Map<string, string>();
-  return events.map((e, i) => {
-    const index = indexOf[i]!;
-    let json = indexJson.get(index);
-    if (json === undefined) {
-      json = JSON.stringify(index);
-      indexJson.set(index, json);
-    }
-    return new CreateAction(json, e.id);
-  });
 }
