@@ -31,17 +31,12 @@ import { freePortFrom } from '../harness/ports.js';
 import { type ExtraEsNode, startRefusingEsNode } from '../harness/servers/extra-es-node.js';
 import { stackEnv, waitFor } from '../harness/stack.js';
 import { linesStarting, sampleGauge } from '../harness/worker/observation.js';
-import type { Section } from './lib/report.js';
+import type { Section, WorkerBenchOptions } from './lib/report.js';
 import { ensureStack } from './lib/stack.js';
 import { fmt } from './lib/stats.js';
 import { workerNodeFlags } from './lib/worker.js';
 
-export interface AdaptiveConcurrencyOptions {
-  readonly quick: boolean;
-  readonly resultsDir: string;
-  readonly log: (line: string) => void;
-  readonly workerEntry?: readonly string[];
-}
+export type AdaptiveConcurrencyOptions = WorkerBenchOptions;
 
 interface Run {
   readonly setting: string;

@@ -15,18 +15,13 @@ import { CODECS, type Codec, produceWithKcat } from '../harness/producers/compre
 import { planWorkload } from '../src/generator/workload.js';
 import { deleteIndices } from './lib/ceiling.js';
 import { drainRate, drainWindow } from './lib/drain.js';
-import type { Section, Table } from './lib/report.js';
+import type { Section, Table, WorkerBenchOptions } from './lib/report.js';
 import { ensureStack, kafkaClient, RunResources, stackPids } from './lib/stack.js';
 import { fmt, median } from './lib/stats.js';
 import { BenchWorker } from './lib/worker.js';
 import { benchWorkerEnv } from './lib/worker-env.js';
 
-export interface CompressionOptions {
-  readonly quick: boolean;
-  readonly resultsDir: string;
-  readonly log: (line: string) => void;
-  readonly workerEntry?: readonly string[];
-}
+export type CompressionOptions = WorkerBenchOptions;
 
 type Compression = Codec | 'none';
 const COMPRESSIONS: readonly Compression[] = ['none', ...CODECS];

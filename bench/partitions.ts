@@ -2,7 +2,7 @@ import { documentOf } from './lib/documents.js';
 import { measureLatency } from './lib/latency.js';
 import { type Pinning, pinElasticsearchApart, pinningUnavailable } from './lib/pinning.js';
 import type { RawDoc } from './lib/raw-bulk.js';
-import type { Section, Target } from './lib/report.js';
+import type { Section, Target, WorkerBenchOptions } from './lib/report.js';
 import { type kafkaClient, produceAll, redisClient } from './lib/stack.js';
 import { fmt, summarize } from './lib/stats.js';
 import { BenchWorker } from './lib/worker.js';
@@ -20,12 +20,7 @@ import {
   withMeasureRun,
 } from './lib/worker-vs-ceiling.js';
 
-export interface PartitionsOptions {
-  readonly quick: boolean;
-  readonly resultsDir: string;
-  readonly log: (line: string) => void;
-  readonly workerEntry?: readonly string[];
-}
+export type PartitionsOptions = WorkerBenchOptions;
 
 interface Workload {
   readonly key: 'events' | 'mixed';

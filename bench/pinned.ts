@@ -6,7 +6,7 @@ import { type AllocationRun, allocationTables, summarizeAllocationFile } from '.
 import { documentOf } from './lib/documents.js';
 import { type Pinning, pinElasticsearchApart, pinningUnavailable } from './lib/pinning.js';
 import type { RawDoc } from './lib/raw-bulk.js';
-import type { Section, Table, Target } from './lib/report.js';
+import type { Section, Table, Target, WorkerBenchOptions } from './lib/report.js';
 import { type kafkaClient, produceAll } from './lib/stack.js';
 import { type StageTime, stagesOfProfileFile } from './lib/stages.js';
 import { fmt } from './lib/stats.js';
@@ -21,12 +21,7 @@ import {
   withMeasureRun,
 } from './lib/worker-vs-ceiling.js';
 
-export interface PinnedOptions {
-  readonly quick: boolean;
-  readonly resultsDir: string;
-  readonly log: (line: string) => void;
-  readonly workerEntry?: readonly string[];
-}
+export type PinnedOptions = WorkerBenchOptions;
 
 interface Workload {
   readonly key: string;

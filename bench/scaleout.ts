@@ -14,17 +14,13 @@ import { planWorkload } from '../src/generator/workload.js';
 import { type CeilingResult, deleteIndices, runCeiling } from './lib/ceiling.js';
 import { type BenchCluster, benchCluster } from './lib/cluster.js';
 import { documentOf } from './lib/documents.js';
-import type { Section } from './lib/report.js';
+import type { Section, WorkerBenchOptions } from './lib/report.js';
 import { cpuSeconds, ensureStack, produceAll, RunResources, sleep, stackPids } from './lib/stack.js';
 import { fmt } from './lib/stats.js';
 import { BenchWorker } from './lib/worker.js';
 
-export interface ScaleOutOptions {
-  readonly quick: boolean;
-  readonly resultsDir: string;
+export interface ScaleOutOptions extends WorkerBenchOptions {
   readonly cores: number;
-  readonly log: (line: string) => void;
-  readonly workerEntry?: readonly string[];
 }
 
 const PARTITIONS = 12;

@@ -1,5 +1,14 @@
 /** What each benchmark hands back, and how it is printed (stdout) and written (Markdown). */
 
+/** What run.ts hands a benchmark that starts workers: the run's mode, where results go, its log, the worker's entry. */
+export interface WorkerBenchOptions {
+  readonly quick: boolean;
+  readonly resultsDir: string;
+  readonly log: (line: string) => void;
+  /** The worker's command line after node (dist/cli/main.js as shipped, unless run.ts says otherwise). */
+  readonly workerEntry?: readonly string[];
+}
+
 export interface Table {
   readonly title?: string;
   readonly head: readonly string[];
