@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { type ElasticsearchItemError, isOversizedOperation } from '../../model/failures.js';
 import type { EventDocument } from '../ports.js';
 import { type Attempt, attemptRequest, type RequestContext } from './request.js';
-import { bulkOutcome } from './request-outcome.js';
+import { bulkOutcome, firstResult } from './request-outcome.js';
 
 /** One item of a `_bulk` answer (`_seq_no`/`_primary_term` for the recent profiles). */
 export type BulkItem = {
@@ -157,11 +157,6 @@ export class BulkRequests {
 export function refusedForSize(item: BulkItem | undefined): boolean {
   const reason = item?.error?.reason ?? '';
   return !/queue capacity/i.test(reason) && /_bytes=|indexing.pressure/i.test(reason);
-}
-
-export function firstResult(answer: BulkAnswer): BulkItem | undefined {
-  for (const k in answer) return answer[k];
-  return undefined;
 }
 
 /**

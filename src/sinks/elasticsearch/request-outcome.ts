@@ -8,6 +8,12 @@ interface ItemResult {
   readonly error?: { readonly type?: string } | null | undefined;
 }
 
+/** A bulk item's one result (under `create`, `index`…), without an array of its values per item. */
+export function firstResult<T>(item: Partial<Record<string, T>>): T | undefined {
+  for (const k in item) return item[k];
+  return undefined;
+}
+
 /** Item error types that say the destination is not working, not that the document is bad. */
 const DESTINATION_FAULTS = new Set([
   'index_not_found_exception',
@@ -36,12 +42,7 @@ export function bulkOutcome(items: readonly Partial<Record<string, ItemResult>>[
   let load = false;
   let faults = 0;
   for (const item of items) {
-    let r: ItemResult | undefined;
-    // The item's one result, without an array of its values per item.
-    for (const k in item) {
-      r = item[k];
-      break;
-    }
+    const r = firstResult(item);
     if (r === undefined) continue;
     if (isLoadRefusal(r)) load = true;
     if (isDestinationFault(r)) faults++;
